@@ -1,0 +1,57 @@
+# Strata: `make demo` and `make test` set up a fresh Debian 12 machine (missing packages are
+# installed with apt-get), build, and run the demo or the whole test suite.
+
+SHARED   ?= $(abspath ../shared)
+MODEL    ?= $(SHARED)/models/stories260K/stories260K.gguf
+PROMPT   ?= Once upon a time
+JOBS     ?= $(shell nproc)
+BUILD    ?= build/release
+ASAN_BUILD ?= build/asan
+
+DEB_PACKAGES := build-essential cmake g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev \
+                libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev python3 \
+                python3-jinja2 clang curl nodejs chromium
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup build demo test test-sanitize build-sanitize fuzz format clean
+
+setup:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSTRATA_SHARED_DIR=$(SHARED)
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/strata run -m "$(MODEL)" -p "$(PROMPT)" -n 200 --temp 0.8 --seed 42
+
+test: build
+	cd $(BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
+
+build-sanitize: setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON \
+	  -DSTRATA_SHARED_DIR=$(SHARED)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-sanitize: build-sanitize
+	cd $(ASAN_BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
+
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSTRATA_SANITIZE=ON -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF
+	cmake --build build/fuzz -j $(JOBS)
+
+format:
+	find src tests bench fuzz -name '*.cpp' -o -name '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build

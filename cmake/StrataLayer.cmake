@@ -1,0 +1,21 @@
+# strata_layer(NAME [DEPS...]): one static library per folder under src/.
+set(STRATA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+set(STRATA_AVX512_FLAGS ${STRATA_AVX2_FLAGS} -mavx512f -mavx512bw -mavx512vl -mavx512dq
+    -mavx512vnni -mavx512bf16 -mavx512vbmi)
+
+function(strata_layer name)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
+  set(target strata_${name})
+  add_library(${target} STATIC ${srcs} ${CMAKE_SOURCE_DIR}/cmake/empty.cpp)
+  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  foreach(dep ${ARGN})
+    target_link_libraries(${target} PUBLIC strata_${dep})
+  endforeach()
+  foreach(src ${srcs})
+    if(src MATCHES "_avx512\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${STRATA_AVX512_FLAGS}")
+    elseif(src MATCHES "_avx2\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${STRATA_AVX2_FLAGS}")
+    endif()
+  endforeach()
+endfunction()

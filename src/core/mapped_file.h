@@ -1,0 +1,32 @@
+// Read-only memory map of a whole file (model weights are used in place, zero-copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Throws strata::Error with a clean message if the file cannot be opened or mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void reset();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace strata
