@@ -1,0 +1,32 @@
+// Reference quantization and dequantization of rows, for every storage type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor_type.h"
+
+namespace strata {
+
+class ThreadPool;
+
+// src: [n] in `type` -> dst: [n] f32. n must be a multiple of the type's block size.
+// Works for F32, F16, BF16 and every quantized type (incl. Q8_K).
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
+
+// src: [n] f32 -> dst: row_bytes(type, n) bytes. Round-to-nearest with a per-block scale search.
+// importance: optional [n] per-weight weights for the error the search minimises (imatrix).
+// Returns the bytes written.
+size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,
+                    const float* importance = nullptr);
+
+// src: [n_rows, n_per_row] f32 -> dst: n_rows rows of `type`, rows split across the pool.
+size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                     const float* importance = nullptr, ThreadPool* pool = nullptr);
+
+// The type to use for a row of `row_len` elements when `wanted` does not fit (row_len not a
+// multiple of its block size), following llama.cpp: K-quants fall back to a 32-block legacy type
+// of similar size, legacy types to F16 when nothing fits. Returns `wanted` when it fits.
+TensorType fallback_type(TensorType wanted, int64_t row_len);
+
+}  // namespace strata
