@@ -7,14 +7,18 @@ PROMPT   ?= Once upon a time
 JOBS     ?= $(shell nproc)
 BUILD    ?= build/release
 ASAN_BUILD ?= build/asan
+E2E_DIR  := tests/e2e
+E2E_STAMP := $(E2E_DIR)/node_modules/.installed
+E2E_RUN  = cd $(E2E_DIR) && STRATA_BIN=$(abspath $(BUILD))/strata STRATA_SHARED=$(SHARED) \
+           node --test --test-concurrency=1 *.test.mjs
 
 DEB_PACKAGES := build-essential cmake g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev \
                 libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev python3 \
-                python3-jinja2 clang curl nodejs chromium
+                python3-jinja2 python3-regex unicode-data clang curl nodejs chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup build demo test test-sanitize build-sanitize fuzz format clean
+.PHONY: setup build demo test test-sanitize build-sanitize fuzz format clean test-e2e
 
 setup:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -34,8 +38,18 @@ build: setup $(BUILD)/CMakeCache.txt
 demo: build
 	$(BUILD)/strata run -m "$(MODEL)" -p "$(PROMPT)" -n 200 --temp 0.8 --seed 42
 
-test: build
+test: build $(E2E_STAMP)
 	cd $(BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
+	$(E2E_RUN)
+
+# End-to-end tests of `strata serve` with the official openai npm package (Node's test runner);
+# the packages come from tests/e2e/package-lock.json (npm ci), nothing else is downloaded.
+test-e2e: build $(E2E_STAMP)
+	$(E2E_RUN)
+
+$(E2E_STAMP): $(E2E_DIR)/package-lock.json | setup
+	cd $(E2E_DIR) && npm ci --no-audit --no-fund
+	touch $@
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON \

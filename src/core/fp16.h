@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace strata {
 
 using fp16_t = uint16_t;  // IEEE 754 binary16 bits
@@ -27,6 +31,9 @@ static inline uint32_t f32_to_bits(float f) {
 
 // Exact: every half is representable as a float.
 static inline float fp16_to_f32(fp16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#endif
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -47,6 +54,9 @@ static inline float fp16_to_f32(fp16_t h) {
 
 // Round to nearest even, overflow to inf, NaN stays NaN (as F16C's vcvtps2ph).
 static inline fp16_t f32_to_fp16(float f) {
+#if defined(__F16C__)
+  return static_cast<fp16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#endif
   const uint32_t x = f32_to_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7fffffffu;

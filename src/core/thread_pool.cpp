@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/spin_wait.h"
 
 namespace strata {
 namespace {
@@ -13,7 +14,8 @@ inline void cpu_relax() { __builtin_ia32_pause(); }
 
 // Iterations a worker spins before sleeping. Long enough to bridge the gap between two
 // matmuls of one decode step, short enough not to burn a core when the engine is idle.
-constexpr int kSpinIterations = 1 << 17;
+// Past the first few thousand, each iteration yields the core (see spin_wait.h).
+constexpr int kSpinIterations = 1 << 14;
 
 }  // namespace
 
@@ -43,7 +45,8 @@ void ThreadPool::worker_loop(int ith) {
   for (;;) {
     uint32_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
+      if (spin < 2048) cpu_relax();
+      else sched_yield();
       gen = generation_.load(std::memory_order_acquire);
     }
     while (gen == seen) {
@@ -67,7 +70,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   job_ = nullptr;
 }
 

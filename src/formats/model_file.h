@@ -24,7 +24,9 @@ struct TensorInfo {
   // ne[0] is the innermost (contiguous) dimension, as in GGUF; unused dims are 1.
   // A matrix [n_out, n_in] has ne = {n_in, n_out, 1, 1}.
   std::array<int64_t, 4> ne = {1, 1, 1, 1};
-  const void* data = nullptr;  // points into a mapping or a buffer owned by the ModelFile
+  // Points into a mapping or a buffer owned by the ModelFile; aligned to at least the element
+  // size (F32: 4, F16/BF16: 2) and, in GGUF files, to general.alignment.
+  const void* data = nullptr;
   size_t nbytes = 0;
   uint64_t file_offset = 0;  // GGUF only: offset relative to the data section
 
@@ -50,6 +52,11 @@ class ModelFile {
   std::string path_;
   Metadata metadata_;
   std::vector<TensorInfo> tensors_;
+  // A buffer of `n` bytes that lives as long as this file, for tensors that cannot be used in
+  // place (permuted or realigned copies).
+  uint8_t* own_buffer(size_t n);
+
+  std::vector<std::unique_ptr<uint8_t[]>> owned_buffers_;
 };
 
 // Opens a model: a .gguf file, a llama2.c .bin checkpoint (tokenizer_path names its tokenizer

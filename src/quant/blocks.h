@@ -10,7 +10,7 @@
 
 namespace strata {
 
-constexpr int kQK = 32;    // elements per block of the legacy formats
+constexpr int kQK = 32;     // elements per block of the legacy formats
 constexpr int kQK_K = 256;  // elements per super-block of the K-quants
 constexpr int kKScaleBytes = 12;
 
@@ -114,5 +114,53 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 static_assert(sizeof(BlockQ8_K) == 292);
+
+// ---- 6-bit sub-block scale packing (12 bytes), shared by the kernels and the quantizers ----
+
+// Q4_K / Q5_K: 8 (scale, min) pairs of 6 bits. Pairs 0-3 sit in the low 6 bits of bytes 0-3
+// (scale) and 4-7 (min); pairs 4-7 keep their low nibbles in bytes 8-11 (scale low, min high)
+// and their top 2 bits in the spare top bits of bytes 0-3 (scale) and 4-7 (min).
+static inline void unpack_k4_scale_min(const uint8_t* scales, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
+// sc, m: [8] values in [0, 63] -> out: [12] bytes.
+static inline void pack_k4_scale_min(const uint8_t* sc, const uint8_t* m, uint8_t* out) {
+  for (int j = 0; j < 4; ++j) {
+    out[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    out[j + 4] = static_cast<uint8_t>((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+    out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+  }
+}
+
+// Q3_K: 16 scales of 6 bits, stored biased by 32. Low nibbles: scale j < 8 in the low nibble of
+// byte j, scale j >= 8 in the high nibble of byte j - 8. Top 2 bits: byte 8 + j % 4, bits
+// 2 * (j / 4). out: [16] signed scales in [-32, 31].
+static inline void unpack_q3_k_scales(const uint8_t* scales, int8_t* out) {
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? (scales[j] & 0xF) : (scales[j - 8] >> 4);
+    const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    out[j] = static_cast<int8_t>((low | (high << 4)) - 32);
+  }
+}
+
+// sc: [16] signed scales in [-32, 31] -> out: [12] bytes.
+static inline void pack_q3_k_scales(const int8_t* sc, uint8_t* out) {
+  for (int j = 0; j < 12; ++j) out[j] = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int biased = (sc[j] + 32) & 63;
+    if (j < 8)
+      out[j] = static_cast<uint8_t>(out[j] | (biased & 0xF));
+    else
+      out[j - 8] = static_cast<uint8_t>(out[j - 8] | ((biased & 0xF) << 4));
+    out[8 + j % 4] = static_cast<uint8_t>(out[8 + j % 4] | ((biased >> 4) << (2 * (j / 4))));
+  }
+}
 
 }  // namespace strata

@@ -15,12 +15,20 @@ class ThreadPool;
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 
 // src: [n] f32 -> dst: row_bytes(type, n) bytes. Round-to-nearest with a per-block scale search.
-// importance: optional [n] per-weight weights for the error the search minimises (imatrix).
+// importance: optional [n] per-weight weights for the error the search minimises (imatrix);
+// negative or non-finite weights count as 0, a block whose weights are all 0 is fitted unweighted.
 // Returns the bytes written.
+//
+// Non-finite and out-of-range input never crashes and never produces inf/NaN in a quantized type:
+// NaN is quantized as 0, +-inf and finite values beyond what the block's fp16 scales can reach are
+// clamped to the largest magnitude the block can represent. F16/BF16 keep IEEE semantics (round to
+// nearest even; inf and NaN are kept, finite values beyond the F16 range become inf); F32 copies.
+// Q8_1 and Q8_K (activation formats) are quantized exactly as llama.cpp does, ignoring importance.
 size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,
                     const float* importance = nullptr);
 
 // src: [n_rows, n_per_row] f32 -> dst: n_rows rows of `type`, rows split across the pool.
+// importance: optional [n_per_row], the same weights for every row (an imatrix is per column).
 size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
                      const float* importance = nullptr, ThreadPool* pool = nullptr);
 

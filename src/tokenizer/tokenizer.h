@@ -35,11 +35,15 @@ class Tokenizer {
 
   // add_special: add BOS/EOS as the vocabulary says (tokenizer.ggml.add_bos_token, ...).
   // parse_special: recognise control/user-defined token texts (e.g. "<|im_start|>") in `text`.
+  // User-defined tokens are recognised even without it, as in llama.cpp and Hugging Face.
+  // Token ids match llama.cpp's llama_tokenize for GGUF vocabularies. Invalid UTF-8 is accepted
+  // (SPM keeps the bytes as byte tokens; byte-level BPE sees U+FFFD, as llama.cpp does).
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
 
   // Raw bytes of one token as it appears in text: byte tokens become their byte, "▁" a space,
   // byte-level BPE symbols are mapped back to bytes. Control tokens render as "" unless
   // `render_special` (then their text, e.g. "</s>"). May be a partial UTF-8 sequence.
+  // Throws strata::Error for an id outside the vocabulary.
   virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
 
   // Concatenation of pieces. When adds_space_prefix(), a piece that directly follows BOS loses
@@ -51,10 +55,16 @@ class Tokenizer {
   virtual TokenKind token_kind(TokenId id) const = 0;
   virtual TokenId bos() const = 0;  // -1 if none
   virtual TokenId eos() const = 0;  // -1 if none
+  virtual TokenId eot() const = 0;  // end of turn (<|eot_id|>, <|im_end|>, ...), -1 if none
+  virtual TokenId unk() const = 0;  // -1 if none
   virtual bool add_bos() const = 0;
   virtual bool add_eos() const = 0;
   // End-of-generation: eos, eot, end_of_turn, <|im_end|>, ... (the engine stops on these).
   virtual bool is_eog(TokenId id) const = 0;
+  // All end-of-generation tokens, ascending.
+  virtual const std::vector<TokenId>& eog_tokens() const = 0;
+  // The id of the token whose vocabulary text is exactly `text`, or -1.
+  virtual TokenId find_token(std::string_view text) const = 0;
   // True when the vocabulary adds a dummy space prefix (SentencePiece "▁" convention).
   virtual bool adds_space_prefix() const = 0;
   // "llama" (SPM) or "gpt2" (byte-level BPE), as tokenizer.ggml.model.

@@ -1,0 +1,266 @@
+// Matmul micro-benchmarks on the TinyLlama-1.1B shapes (per layer: q 2048x2048, k and v 256x2048,
+// o 2048x2048, gate and up 5632x2048, down 2048x5632; 22 layers; output 32000x2048), for Q4_0,
+// Q8_0 and F16 with the thread count of STRATA_BENCH_THREADS (default 2).
+//
+//   bench_matmul --benchmark_format=json
+//
+// Counters: GB/s of weights streamed (GEMV, whole-model decode), GOP/s (2 ops per multiply-add;
+// GEMM, prefill), tok/s of the whole model's matmuls (decode: one token through all 155
+// matrices; prefill: 512-token batches), the machine's read bandwidth and the decode's fraction
+// of it, and the int8 vpdpbusd peak. GEMV rotates over copies of the matrix totalling > 256 MiB
+// so that weights come from DRAM as in a real decode, not from the 32 MiB L3.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "core/cpu_features.h"
+#include "core/fp16.h"
+#include "core/memory_bandwidth.h"
+#include "core/tensor_type.h"
+#include "core/thread_pool.h"
+
+namespace strata::bench {
+int64_t vnni_chains(int64_t iters);
+}
+
+namespace strata::bench {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t n_out, n_in;
+};
+
+constexpr Shape kLayerShapes[] = {{"q", 2048, 2048},   {"k", 256, 2048},     {"v", 256, 2048},
+                                  {"o", 2048, 2048},   {"gate", 5632, 2048}, {"up", 5632, 2048},
+                                  {"down", 2048, 5632}};
+constexpr Shape kOutputShape = {"output", 32000, 2048};
+constexpr int kLayers = 22;
+constexpr int64_t kPrefillTokens = 512;
+constexpr size_t kGemvWorkingSet = size_t{256} << 20;
+
+int bench_threads() {
+  const char* env = std::getenv("STRATA_BENCH_THREADS");
+  return env ? std::atoi(env) : 2;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(bench_threads());
+  return p;
+}
+
+// Cheap deterministic bytes (values do not change the speed of the kernels).
+uint64_t next_random(uint64_t& s) {
+  s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+  return s;
+}
+
+// Random rows of `type` with finite scales: every 32-element block starts with its fp16 d.
+std::vector<uint8_t> random_weights(TensorType type, int64_t n_out, int64_t n_in, uint64_t seed) {
+  std::vector<uint8_t> w(row_bytes(type, n_in) * static_cast<size_t>(n_out));
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i + 8 <= w.size(); i += 8) {
+    const uint64_t r = next_random(s);
+    std::memcpy(w.data() + i, &r, 8);
+  }
+  if (type == TensorType::F16) {  // halves in +-[0.5, 1)
+    for (size_t i = 0; i + 2 <= w.size(); i += 2) {
+      uint16_t h;
+      std::memcpy(&h, w.data() + i, 2);
+      h = static_cast<uint16_t>((h & 0x83ffu) | 0x3800u);
+      std::memcpy(w.data() + i, &h, 2);
+    }
+    return w;
+  }
+  const size_t block = type_traits(type).block_bytes;
+  const fp16_t d = f32_to_fp16(0.01f);
+  for (size_t i = 0; i + block <= w.size(); i += block) std::memcpy(w.data() + i, &d, 2);
+  return w;
+}
+
+// A matrix ready for matmul, with the source rows kept when the layout views them.
+struct Matrix {
+  std::vector<uint8_t> source;
+  std::unique_ptr<cpu::PackedMatrix> packed;
+};
+
+Matrix make_matrix(TensorType type, const Shape& s, uint64_t seed) {
+  Matrix m;
+  m.source = random_weights(type, s.n_out, s.n_in, seed);
+  m.packed = cpu::pack_matrix(type, s.n_in, s.n_out, m.source.data());
+  if (m.packed->owned_bytes() > 0) std::vector<uint8_t>().swap(m.source);  // the copy is all we need
+  return m;
+}
+
+TensorType type_arg(int64_t i) {
+  constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::F16};
+  return kTypes[i];
+}
+
+const Shape& shape_arg(int64_t i) {
+  return i < 7 ? kLayerShapes[i] : kOutputShape;
+}
+
+void set_label(benchmark::State& state, TensorType type, const std::string& what) {
+  state.SetLabel(std::string(type_name(type)) + " " + what + " " + isa_name(isa_level()) + " " +
+                 std::to_string(pool().size()) + "t");
+}
+
+void BM_Gemv(benchmark::State& state) {
+  const TensorType type = type_arg(state.range(0));
+  const Shape& s = shape_arg(state.range(1));
+  const size_t bytes = row_bytes(type, s.n_in) * static_cast<size_t>(s.n_out);
+  const size_t copies = std::max<size_t>(1, kGemvWorkingSet / bytes);
+  std::vector<Matrix> mats;
+  for (size_t i = 0; i < copies; ++i) mats.push_back(make_matrix(type, s, i + 1));
+  std::vector<float> x(static_cast<size_t>(s.n_in), 0.5f), y(static_cast<size_t>(s.n_out));
+  size_t i = 0;
+  for (auto _ : state) {
+    cpu::matmul(pool(), *mats[i].packed, x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % copies;
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  set_label(state, type, std::string(s.name) + " gemv");
+}
+
+void BM_Gemm(benchmark::State& state) {
+  const TensorType type = type_arg(state.range(0));
+  const Shape& s = shape_arg(state.range(1));
+  const int64_t n_tokens = state.range(2);
+  Matrix m = make_matrix(type, s, 7);
+  std::vector<float> x(static_cast<size_t>(s.n_in * n_tokens)), y(static_cast<size_t>(s.n_out * n_tokens));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+  for (auto _ : state) {
+    cpu::matmul(pool(), *m.packed, x.data(), y.data(), n_tokens);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double ops = 2.0 * static_cast<double>(s.n_in * s.n_out * n_tokens);
+  state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  set_label(state, type, std::string(s.name) + " gemm " + std::to_string(n_tokens) + " tokens");
+}
+
+// All 155 matrices of the model (distinct weights, as in a real forward pass).
+struct Model {
+  TensorType type = TensorType::F32;
+  std::vector<Matrix> mats;
+  size_t bytes = 0;
+  double ops_per_token = 0.0;
+};
+
+Model& model(TensorType type) {
+  static Model m;
+  if (m.type == type && !m.mats.empty()) return m;
+  m = Model{};  // release the previous type's weights first
+  m.type = type;
+  uint64_t seed = 100;
+  for (int l = 0; l < kLayers; ++l)
+    for (const Shape& s : kLayerShapes) m.mats.push_back(make_matrix(type, s, seed++));
+  m.mats.push_back(make_matrix(type, kOutputShape, seed));
+  for (const Matrix& mat : m.mats) {
+    m.bytes += mat.packed->weight_bytes();
+    m.ops_per_token += 2.0 * static_cast<double>(mat.packed->n_in() * mat.packed->n_out());
+  }
+  return m;
+}
+
+double machine_bandwidth() {
+  static const double bw = measure_read_bandwidth(pool()).bytes_per_second;
+  return bw;
+}
+
+void forward(const Model& m, const float* x, float* y, int64_t n_tokens) {
+  for (const Matrix& mat : m.mats) cpu::matmul(pool(), *mat.packed, x, y, n_tokens);
+}
+
+void BM_ModelDecode(benchmark::State& state) {
+  const TensorType type = type_arg(state.range(0));
+  const double bandwidth = machine_bandwidth();
+  const Model& m = model(type);
+  std::vector<float> x(5632, 0.25f), y(32000);
+  for (auto _ : state) {
+    forward(m, x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(m.bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["roofline_tok/s"] = bandwidth / static_cast<double>(m.bytes);
+  state.counters["weights_GB"] = static_cast<double>(m.bytes) / 1e9;
+  set_label(state, type, "tinyllama-1.1b decode");
+}
+
+void BM_ModelPrefill(benchmark::State& state) {
+  const TensorType type = type_arg(state.range(0));
+  const Model& m = model(type);
+  std::vector<float> x(static_cast<size_t>(5632 * kPrefillTokens)),
+      y(static_cast<size_t>(32000 * kPrefillTokens));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  for (auto _ : state) {
+    forward(m, x.data(), y.data(), kPrefillTokens);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["tok/s"] = benchmark::Counter(kPrefillTokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOP/s"] = benchmark::Counter(m.ops_per_token * kPrefillTokens / 1e9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  set_label(state, type, "tinyllama-1.1b prefill 512");
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  BandwidthResult r;
+  for (auto _ : state) r = measure_read_bandwidth(pool());
+  state.counters["GB/s"] = r.bytes_per_second / 1e9;
+  state.SetLabel(std::to_string(r.threads) + "t, " + std::to_string(r.bytes >> 20) + " MiB, best of " +
+                 std::to_string(r.passes));
+}
+
+void BM_Int8Peak(benchmark::State& state) {
+  if (max_supported_isa() < IsaLevel::Avx512) {
+    state.SkipWithError("needs AVX-512 VNNI");
+    return;
+  }
+  constexpr int64_t kIters = 20'000'000;
+  for (auto _ : state) {
+    pool().run([](int, int) { benchmark::DoNotOptimize(vnni_chains(kIters)); });
+  }
+  const double ops = 2.0 * 64 * 12 * static_cast<double>(kIters) * pool().size();
+  state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel("vpdpbusd zmm, " + std::to_string(pool().size()) + "t");
+}
+
+// The cost of one pool dispatch (decode makes ~155 matmul calls per token).
+void BM_PoolRun(benchmark::State& state) {
+  std::atomic<int> sink{0};
+  for (auto _ : state) pool().run([&](int ith, int) { sink.fetch_add(ith, std::memory_order_relaxed); });
+  state.SetLabel(std::to_string(pool().size()) + "t empty run()");
+}
+
+void gemv_args(benchmark::internal::Benchmark* b) {
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t s : {0, 1, 4, 6, 7}) b->Args({t, s});  // q, k, gate, down, output
+}
+
+void gemm_args(benchmark::internal::Benchmark* b) {
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t s : {0, 1, 4, 6}) b->Args({t, s, kPrefillTokens});
+}
+
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_PoolRun)->UseRealTime();
+BENCHMARK(BM_Int8Peak)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModelDecode)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModelPrefill)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+}  // namespace
+}  // namespace strata::bench
+
+BENCHMARK_MAIN();

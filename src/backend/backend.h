@@ -1,0 +1,138 @@
+// The compute backend interface: device memory, prepared weights and the op set the decoder needs.
+//
+// The model and the engine only talk to this interface; the CPU backend (backend/cpu) implements
+// it and a GPU backend can be added beside it. Activation pointers passed to ops point into
+// memory from Backend::alloc (host memory for the CPU backend, device memory elsewhere); the
+// small per-batch index arrays (positions, slots, block tables) are host memory the backend
+// copies as it needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor_type.h"
+
+namespace strata {
+
+struct TensorInfo;
+
+class BackendBuffer {
+ public:
+  virtual ~BackendBuffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+// A weight matrix [n_out, n_in] in the layout this backend's matmul wants.
+class BackendMatrix {
+ public:
+  virtual ~BackendMatrix() = default;
+  virtual TensorType type() const = 0;
+  virtual int64_t n_in() const = 0;
+  virtual int64_t n_out() const = 0;
+  // Bytes read per full pass over the weights (for bandwidth accounting).
+  virtual size_t weight_bytes() const = 0;
+};
+
+enum class RopeStyle {
+  Interleaved,  // rotate pairs (x[2i], x[2i+1]): GGUF llama layout
+  NeoX,         // rotate halves (x[i], x[i + d/2]): qwen2, HF layout
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::Interleaved;
+  int n_rot = 0;  // leading dims of each head that rotate (== head_dim for the Llama family)
+  float freq_base = 10000.0f;
+  // Frequency scaling: linear (positions divided by factor) or llama3 (per-frequency blend).
+  enum class Scaling { None, Linear, Llama3 } scaling = Scaling::None;
+  float factor = 1.0f;
+  float llama3_low_freq_factor = 1.0f;
+  float llama3_high_freq_factor = 4.0f;
+  int llama3_original_ctx = 8192;
+  // Optional per-frequency divisors (GGUF rope_freqs.weight, Llama 3.1): [n_rot / 2], host memory
+  // that outlives the backend's use of it.
+  const float* freq_factors = nullptr;
+};
+
+// The KV cache of one layer: fixed-size blocks in backend memory, element type F16 or F32.
+// Block b, kv head g, token t of the block, element e lives at
+//   base + ((b * n_head_kv + g) * block_size + t) * head_dim + e
+// so each head's keys of one block are contiguous (one tile of the attention kernel).
+struct KvLayerView {
+  void* k = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim]
+  void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim]
+  TensorType type = TensorType::F16;
+  int32_t n_blocks = 0;
+  int32_t block_size = 16;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+};
+
+// Host-side description of a ragged batch for the attention ops.
+struct AttentionBatch {
+  int64_t n_tokens = 0;
+  const int32_t* pos = nullptr;        // [n_tokens] position of each token in its sequence
+  const int32_t* seq = nullptr;        // [n_tokens] index into block_tables
+  const int64_t* slot = nullptr;       // [n_tokens] KV slot = block * block_size + offset
+  std::vector<const int32_t*> block_tables;  // per sequence: its blocks in position order
+  std::vector<int32_t> n_blocks;             // per sequence: entries in its block table
+};
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;          // usually 1/sqrt(head_dim)
+  int32_t sliding_window = 0;  // 0: full causal attention; else keys with pos > p - window
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual int n_threads() const = 0;
+
+  virtual std::unique_ptr<BackendBuffer> alloc(size_t bytes) = 0;
+  // t: a 2-D weight [n_out, n_in] (ne = {n_in, n_out}); its data must outlive the result.
+  virtual std::unique_ptr<BackendMatrix> prepare_matrix(const TensorInfo& t) = 0;
+
+  // out[i, :] = table row ids[i] as f32. table: [n_rows, n_embd] of any storage type.
+  virtual void get_rows(const TensorInfo& table, const int32_t* ids, int64_t n_ids,
+                        float* out /* [n_ids, n_embd] */) = 0;
+  // y[t, o] = sum_i w[o, i] * x[t, i]
+  virtual void matmul(const BackendMatrix& w, const float* x /* [n_tokens, n_in] */,
+                      float* y /* [n_tokens, n_out] */, int64_t n_tokens) = 0;
+  // y[r, :] = x[r, :] / rms(x[r, :]) * w
+  virtual void rms_norm(const float* x /* [n_rows, n] */, const float* w /* [n] */,
+                        float* y /* [n_rows, n] */, int64_t n_rows, int64_t n, float eps) = 0;
+  // y[r, :] += b
+  virtual void add_bias(float* y /* [n_rows, n] */, const float* b /* [n] */, int64_t n_rows,
+                        int64_t n) = 0;
+  // y += x
+  virtual void add(float* y /* [n] */, const float* x /* [n] */, int64_t n) = 0;
+  // out = silu(gate) * up
+  virtual void swiglu(const float* gate /* [n] */, const float* up /* [n] */, float* out /* [n] */,
+                      int64_t n) = 0;
+  // Rotates each head of x in place by its token's position.
+  virtual void rope(float* x /* [n_tokens, n_heads, head_dim] */, const int32_t* pos /* [n_tokens] */,
+                    int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p) = 0;
+  // Writes each token's K and V into its slot of the layer's cache.
+  virtual void store_kv(const KvLayerView& kv, const float* k /* [n_tokens, n_head_kv, head_dim] */,
+                        const float* v /* [n_tokens, n_head_kv, head_dim] */,
+                        const AttentionBatch& batch) = 0;
+  // Copies block `src` of the layer's K and V to block `dst` (copy-on-write of a shared block).
+  virtual void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) = 0;
+  // Causal attention of every token over its own sequence's cached keys/values (positions
+  // <= its own, within the sliding window), tiled with an online softmax.
+  virtual void attention(const float* q /* [n_tokens, n_head, head_dim] */, const KvLayerView& kv,
+                         const AttentionBatch& batch, const AttentionParams& p,
+                         float* out /* [n_tokens, n_head, head_dim] */) = 0;
+};
+
+// The CPU backend with a persistent pool of n_threads (0: all available cores).
+std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+
+}  // namespace strata

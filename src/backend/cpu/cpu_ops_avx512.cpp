@@ -1,0 +1,8 @@
+// AVX512 build of the CPU op kernels (same source as cpu_ops.cpp, vectorized for AVX512).
+#include "backend/cpu/cpu_ops_impl.h"
+
+namespace strata::cpu {
+
+const OpKernels& op_kernels_avx512() { return kOpKernels; }
+
+}  // namespace strata::cpu

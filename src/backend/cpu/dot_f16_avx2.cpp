@@ -1,0 +1,37 @@
+// AVX2 kernels for F16 weights against F16 activations (F16C conversion, FMA); the tile is
+// float_tile_avx2.h's.
+#include <cstring>
+
+#include "backend/cpu/float_tile_avx2.h"
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/tile_dispatch.h"
+#include "core/fp16.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kElemBytes = 2;
+  static __m256 load8(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static float elem(const uint8_t* p, int64_t i) {
+    fp16_t h;
+    std::memcpy(&h, p + i * 2, 2);
+    return fp16_to_f32(h);
+  }
+};
+
+using Tile = FloatTileAvx2<Ops>;
+constexpr int kTileRows = 4, kTileCols = 2;
+constexpr TypeKernels kKernels{TensorType::F16,    quantize_row_f16_avx2,
+                               tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,
+                               kTileRows,          kTileCols};
+
+}  // namespace
+
+const TypeKernels& f16_kernels_avx2() {
+  return kKernels;
+}
+
+}  // namespace strata::cpu

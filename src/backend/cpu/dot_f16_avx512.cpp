@@ -1,0 +1,37 @@
+// AVX-512 kernels for F16 weights against F16 activations (vcvtph2ps, FMA); the tile is
+// float_tile_avx512.h's.
+// GCC 12's AVX-512 intrinsic headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backend/cpu/float_tile_avx512.h"
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/tile_dispatch.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr int64_t kStep = 16;
+  static constexpr size_t kElemBytes = 2;
+  using Mask = __mmask16;
+  using Vec = __m512;
+  static Vec load(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static Vec load(const uint8_t* p, Mask m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+  static __m512 fma(__m512 acc, Vec w, Vec a) { return _mm512_fmadd_ps(w, a, acc); }
+};
+
+using Tile = FloatTileAvx512<Ops>;
+constexpr int kTileRows = 4, kTileCols = 4;
+constexpr TypeKernels kKernels{TensorType::F16,    quantize_row_f16_avx512,
+                               tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,
+                               kTileRows,          kTileCols};
+
+}  // namespace
+
+const TypeKernels& f16_kernels_avx512() {
+  return kKernels;
+}
+
+}  // namespace strata::cpu

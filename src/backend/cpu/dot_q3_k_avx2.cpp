@@ -1,0 +1,220 @@
+// Q3_K x Q8_K dot products for AVX2 (+FMA, F16C).//
+// Per super-block and 32-element chunk: the quants are widened to unsigned bytes q' = q + 4 in
+// [0, 7], vpmaddubsw multiplies them with the int8 activations into int16 pair sums and vpmaddwd
+// with the sub-block scale into exact int32 sums. Once per super-block the sums are scaled by
+// d_w * d_a in float; the +4 bias is removed exactly with the activation's bsums.
+// gemm_tile keeps R x C accumulators in registers so each unpacked weight
+// chunk is used C times and each activation chunk R times.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "backend/cpu/kernel_decls.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+
+namespace {
+
+constexpr size_t kBlockBytes = sizeof(BlockQ3_K);
+constexpr int kTileR = 2;  // largest register tile (the preferred one)
+constexpr int kTileC = 2;
+
+static inline float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return fp16_to_f32(h);
+}
+
+static inline float load_f32(const uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, sizeof(f));
+  return f;
+}
+
+static inline __m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Bits of every byte shifted left by s (s < 0: right by -s); 16-bit shifts are fine as the
+// callers mask out the bits that cross into the neighbouring byte.
+static inline __m256i shift_bytes(__m256i x, int s) {
+  return s >= 0 ? _mm256_slli_epi16(x, s) : _mm256_srli_epi16(x, -s);
+}
+
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 16 signed 6-bit scales (see blocks.h) -> int8 x16 in [-32, 31]. Scale j has its low nibble
+// in byte j (j < 8) or the high nibble of byte j - 8, its top 2 bits in bits 2 * (j / 4) of
+// byte 8 + j % 4. Loads the 16 bytes ending at d (inside the block) and drops the first two.
+static inline __m128i unpack_q3_scales(const uint8_t* blk) {
+  const __m128i raw =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockQ3_K, scales) - 2));
+  const __m128i s = _mm_srli_si128(raw, 2);  // dwords s0 s1 s2: the 12 scale bytes
+  // Low nibbles: dwords [s0, s1, s0 >> 4, s1 >> 4] & 0x0f.
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(s, 0x44), _mm_setr_epi32(0, 0, 4, 4)),
+                                    _mm_set1_epi8(0x0f));
+  // Top bits to bits 4-5: dword q takes bits 2q..2q+1 of every byte of s2 (shift right first:
+  // shifting left first would lose the top byte's bits).
+  const __m128i high =
+      _mm_and_si128(_mm_slli_epi32(_mm_srlv_epi32(_mm_shuffle_epi32(s, 0xaa), _mm_setr_epi32(0, 2, 4, 6)), 4),
+                    _mm_set1_epi8(0x30));
+  return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+}
+
+// One weight super-block, ready for the chunk loop.
+struct Row {
+  const uint8_t* qs;  // [64] low 2 bits
+  __m256i hmask;      // [32] high bits: bit k of byte l for element 32k + l
+  __m256i scales;     // int16 x16: signed sub-block scales in [-32, 31]
+  __m256i offsets;    // int16 x16: -4 * scales
+  float d;
+};
+
+static inline Row load_row(const uint8_t* blk) {
+  Row row;
+  row.d = load_f16(blk + offsetof(BlockQ3_K, d));
+  row.qs = blk + offsetof(BlockQ3_K, qs);
+  row.hmask = load256(blk + offsetof(BlockQ3_K, hmask));
+  row.scales = _mm256_cvtepi8_epi16(unpack_q3_scales(blk));
+  row.offsets = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(row.scales, 2));
+  return row;
+}
+
+// Unsigned 2-bit quants of elements 32k..32k+31: element 128h + 32j + l sits in bits 2j..2j+1
+// of qs[32h + l] (h = k / 4, j = k % 4).
+static inline __m256i two_bit_quants(const uint8_t* qs, int k) {
+  const __m256i x = load256(qs + 32 * (k / 4));
+  return _mm256_and_si256(_mm256_srli_epi16(x, 2 * (k % 4)), _mm256_set1_epi8(3));
+}
+
+// q' = low 2 bits + 4 * high bit, in [0, 7]; the high bit of element 32k + l is bit k of hmask[l].
+static inline __m256i chunk_quants(const Row& row, int k) {
+  const __m256i high = _mm256_and_si256(shift_bytes(row.hmask, 2 - k), _mm256_set1_epi8(4));
+  return _mm256_or_si256(two_bit_quants(row.qs, k), high);
+}
+
+// int16 scales of chunk k (32 elements = sub-blocks 2k, 2k+1 of 16): the dword holding both is
+// broadcast, then each 128-bit lane picks its own word.
+static inline __m256i chunk_scales(const Row& row, int k) {
+  const __m256i pair = _mm256_permutevar8x32_epi32(row.scales, _mm256_set1_epi32(k));
+  const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                        2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(pair, pick);
+}
+
+// One activation super-block.
+struct Col {
+  const uint8_t* qs;  // [256] int8
+  __m256i bsums;      // int16 x16: bsums[g]
+  float d;
+};
+
+static inline Col load_col(const uint8_t* blk) {
+  Col col;
+  col.d = load_f32(blk + offsetof(BlockQ8_K, d));
+  col.qs = blk + offsetof(BlockQ8_K, qs);
+  col.bsums = load256(blk + offsetof(BlockQ8_K, bsums));
+  return col;
+}
+
+// accf + this super-block's contribution: the quants were summed with a positive bias, removed
+// here exactly in int32 (offsets = -bias * scale per bsum group), then scaled by d_w * d_a.
+static inline __m256 finish_block(__m256 accf, __m256i acc, const Row& row, const Col& col) {
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(col.bsums, row.offsets));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(row.d * col.d), accf);
+}
+
+// out[c * os + r] = dot(row r of w, column c of a) for r < R, c < C over nb super-blocks.
+template <int R, int C>
+void tile(int64_t nb, const uint8_t* w, size_t ws,  // [R rows, ws bytes apart] x [nb] weight blocks
+          const uint8_t* a, size_t as,              // [C rows, as bytes apart] x [nb] Q8_K blocks
+          float* out, size_t os) {                  // [C, os floats apart] x [R]
+  __m256 accf[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) accf[r][c] = _mm256_setzero_ps();
+
+  for (int64_t b = 0; b < nb; ++b) {
+    Row rows[R];
+    Col cols[C];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) rows[r] = load_row(w + r * ws + b * kBlockBytes);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) cols[c] = load_col(a + c * as + b * sizeof(BlockQ8_K));
+
+    __m256i acc[R][C];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m256i q = chunk_quants(rows[r], k);
+        const __m256i sc = chunk_scales(rows[r], k);
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+          const __m256i p = _mm256_maddubs_epi16(q, load256(cols[c].qs + 32 * k));
+          const __m256i s = _mm256_madd_epi16(p, sc);
+          acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) accf[r][c] = finish_block(accf[r][c], acc[r][c], rows[r], cols[c]);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) out[c * os + r] = hsum(accf[r][c]);
+}
+
+using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
+
+const TileFn kTiles[kTileR][kTileC] = {
+    {tile<1, 1>, tile<1, 2>},
+    {tile<2, 1>, tile<2, 2>},
+};
+
+float vec_dot(int64_t n, const void* w, const void* a) {  // w: [n / 256] blocks, a: [n / 256] Q8_K
+  float out;
+  tile<1, 1>(n / kQK_K, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &out, 0);
+  return out;
+}
+
+// w: [nr rows] x [n / 256] blocks, a: [nc rows] x [n / 256] Q8_K blocks, out: [nc, out_stride] x [nr].
+// Full kTileR x kTileC register tiles, smaller ones at the edges.
+void gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a, size_t a_stride,
+               float* out, size_t out_stride) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  for (int r0 = 0; r0 < nr; r0 += kTileR) {
+    const int r = nr - r0 < kTileR ? nr - r0 : kTileR;
+    for (int c0 = 0; c0 < nc; c0 += kTileC) {
+      const int c = nc - c0 < kTileC ? nc - c0 : kTileC;
+      kTiles[r - 1][c - 1](n / kQK_K, wp + r0 * w_stride, w_stride, ap + c0 * a_stride, a_stride,
+                           out + c0 * out_stride + r0, out_stride);
+    }
+  }
+}
+
+}  // namespace
+
+const TypeKernels& q3_k_kernels_avx2() {
+  static constexpr TypeKernels kernels{.vec_dot_type = TensorType::Q8_K,
+                                       .from_float = quantize_row_q8_k_avx2,
+                                       .vec_dot = vec_dot,
+                                       .gemm_tile = gemm_tile,
+                                       .tile_rows = kTileR,
+                                       .tile_cols = kTileC};
+  return kernels;
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,78 @@
+// Q5_K x Q8_K dot products, scalar reference: plain C++ following the block definition in
+// quant/blocks.h element by element. It is the ground truth the AVX2 / AVX-512 kernels are
+// tested against, and the kernel used when STRATA_ISA=scalar.
+#include <cstring>
+
+#include "backend/cpu/kernel_decls.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+
+namespace {
+
+// Element e (0..255): low 4 bits as in Q4_K; bit 4 of element 64 * pair + k is bit
+// 2 * pair + (k >= 32) of qh[k % 32]. Value in [0, 31].
+int quant_of(const BlockQ5_K& w, int e) {
+  const int pair = e / 64, k = e % 64;
+  const uint8_t byte = w.qs[32 * pair + k % 32];
+  const int low = k < 32 ? (byte & 0xF) : (byte >> 4);
+  const int high = (w.qh[k % 32] >> (2 * pair + k / 32)) & 1;
+  return low | (high << 4);
+}
+
+// One super-block's contribution: w . a with both dequantized.
+float block_dot(const BlockQ5_K& w, const BlockQ8_K& a) {
+  // x = d * sc[s] * q - dmin * m[s], sub-block s = e / 32.
+  int32_t sum_q = 0, sum_m = 0;
+  for (int s = 0; s < kQK_K / 32; ++s) {
+    uint8_t sc, m;
+    unpack_k4_scale_min(w.scales, s, &sc, &m);
+    int32_t dot = 0, asum = 0;
+    for (int e = 32 * s; e < 32 * s + 32; ++e) {
+      dot += quant_of(w, e) * a.qs[e];
+      asum += a.qs[e];
+    }
+    sum_q += sc * dot;
+    sum_m += m * asum;
+  }
+  return a.d *
+         (fp16_to_f32(w.d) * static_cast<float>(sum_q) - fp16_to_f32(w.dmin) * static_cast<float>(sum_m));
+}
+
+// w: [n / 256] Q5_K blocks, a: [n / 256] Q8_K blocks; any alignment (blocks are copied).
+float vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    BlockQ5_K wb;
+    BlockQ8_K ab;
+    std::memcpy(&wb, wp + i * sizeof(wb), sizeof(wb));
+    std::memcpy(&ab, ap + i * sizeof(ab), sizeof(ab));
+    sum += block_dot(wb, ab);
+  }
+  return sum;
+}
+
+// w: [nr rows] x [n / 256] blocks, a: [nc rows] x [n / 256] Q8_K blocks, out: [nc, out_stride] x [nr].
+void gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a, size_t a_stride,
+               float* out, size_t out_stride) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  for (int c = 0; c < nc; ++c)
+    for (int r = 0; r < nr; ++r) out[c * out_stride + r] = vec_dot(n, wp + r * w_stride, ap + c * a_stride);
+}
+
+}  // namespace
+
+const TypeKernels& q5_k_kernels_scalar() {
+  static constexpr TypeKernels kernels{.vec_dot_type = TensorType::Q8_K,
+                                       .from_float = quantize_row_q8_k_scalar,
+                                       .vec_dot = vec_dot,
+                                       .gemm_tile = gemm_tile,
+                                       .tile_rows = 1,
+                                       .tile_cols = 1};
+  return kernels;
+}
+
+}  // namespace strata::cpu

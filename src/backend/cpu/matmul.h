@@ -1,0 +1,92 @@
+// The CPU matrix multiplication the model uses: y = x * w^T for a weight w [n_out, n_in].
+//
+// Each call quantizes the activations once (in parallel) to the weight type's activation format,
+// then either streams every weight row once, rows split across threads (few tokens: decode is
+// memory-bound), or walks cache-sized panels of weights and reuses each register tile across many
+// tokens (prefill: compute-bound, int8 dot products). Scratch buffers grow once per calling thread;
+// steady-state calls do not allocate.
+//
+// Weights are used in one of two layouts:
+//  - Rows: the rows as stored, multiplied with the TypeKernels of kernels.h (every type, every
+//    ISA level): either a zero-copy view of the caller's memory (mmapped GGUF data) or, by
+//    default, a copy of it in transparent huge pages, which decode streams ~30% faster than 4 KiB
+//    pages (each 4 KiB page is a separate stream for the hardware prefetcher).
+//  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in
+//    which 16 rows are interleaved 4 bytes at a time (packed_kernels.h), so one AVX-512 register
+//    holds the same 4 quants of 16 rows and one vpdpbusd does 16 rows x 4 elements for a token.
+// A copy has exactly the source's size; the source pages are not touched afterwards, so the
+// page cache can drop them (the memory cost is the copy, owned_bytes()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor_type.h"
+
+namespace strata {
+class ThreadPool;
+}
+
+namespace strata::cpu {
+
+enum class PackLayout {
+  Auto,         // Interleaved where the current ISA level has a kernel for it, else a copy of
+                // the rows in huge pages
+  Rows,         // the zero-copy row view
+  Interleaved,  // the repacked copy (legacy quantized types only; throws otherwise)
+};
+
+// A weight [n_out, n_in] ready for the kernels.
+class PackedMatrix {
+ public:
+  ~PackedMatrix();
+  PackedMatrix(const PackedMatrix&) = delete;
+  PackedMatrix& operator=(const PackedMatrix&) = delete;
+
+  TensorType type() const { return type_; }
+  int64_t n_in() const { return n_in_; }
+  int64_t n_out() const { return n_out_; }
+  bool interleaved() const { return interleaved_; }
+  // Bytes of the owned repacked copy (0 for a view): the memory cost of repacking.
+  size_t owned_bytes() const { return owned_bytes_; }
+  // Bytes one multiplication reads from the weights.
+  size_t weight_bytes() const { return row_bytes(type_, n_in_) * static_cast<size_t>(n_out_); }
+
+  // Rows: row o starts at data() + o * row_stride(). Interleaved: group g of 16 rows starts at
+  // data() + g * group_stride() (see packed_kernels.h).
+  const uint8_t* data() const { return data_; }
+  size_t row_stride() const { return row_stride_; }
+  size_t group_stride() const { return group_stride_; }
+
+ private:
+  friend std::unique_ptr<PackedMatrix> pack_matrix(TensorType, int64_t, int64_t, const void*, PackLayout);
+  PackedMatrix() = default;
+  uint8_t* allocate(size_t bytes);  // owned memory for the copy, in huge pages where possible
+
+  TensorType type_ = TensorType::F32;
+  int64_t n_in_ = 0;
+  int64_t n_out_ = 0;
+  bool interleaved_ = false;
+  const uint8_t* data_ = nullptr;
+  size_t row_stride_ = 0;
+  size_t group_stride_ = 0;
+  void* owned_ = nullptr;  // mmap'ed memory of the interleaved copy
+  size_t owned_bytes_ = 0;
+  size_t mapped_bytes_ = 0;
+};
+
+// data: [n_out] rows of `type`, n_in elements each; it must outlive the result when the layout is
+// Rows (a view). Throws strata::Error when n_in is not a whole number of blocks of the type, a dimension
+// is not positive, or the type has no CPU kernels.
+std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t n_out, const void* data,
+                                          PackLayout layout = PackLayout::Auto);
+
+// y[t, o] = sum_i w[o, i] * x[t, i]. Kernels follow the ISA level at the time of the call
+// (an Interleaved matrix uses its scalar reference kernel below AVX-512).
+void matmul(ThreadPool& pool, const PackedMatrix& w,
+            const float* x,  // [n_tokens, n_in]
+            float* y,        // [n_tokens, n_out]
+            int64_t n_tokens);
+
+}  // namespace strata::cpu

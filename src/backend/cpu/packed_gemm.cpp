@@ -1,0 +1,91 @@
+// Scalar reference of the interleaved-layout kernels (packed_kernels.h): the activation
+// quantizer and the group x token-tile product. They compute exactly what the row kernels of
+// dot_<type>.cpp compute (same integer sums, same float expression per block), so a packed
+// matrix multiplies bit-identically to its rows at the scalar level.
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/packed_kernels.h"
+#include "core/check.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr size_t kScalesBytes = kPackRows * sizeof(fp16_t);
+constexpr size_t kChunkBytes = kPackRows * 4;
+
+fp16_t load_fp16(const uint8_t* p) {
+  fp16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return h;
+}
+
+// Unsigned quant of element e (0..31) of row r in one packed block (see the layout table).
+int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
+  const int k = e / 4, i = e % 4;
+  if (type == TensorType::Q8_0) return qs[k * kChunkBytes + 4 * r + i];
+  const uint8_t byte = qs[(k % 4) * kChunkBytes + 4 * r + i];
+  int q = k < 4 ? (byte & 0x0f) : (byte >> 4);
+  if (type == TensorType::Q5_0 || type == TensorType::Q5_1) {
+    const uint8_t* masks = qs + 4 * kChunkBytes;
+    const int bit = 4 * r + i;
+    if ((masks[k * 8 + bit / 8] >> (bit % 8)) & 1) q |= 16;
+  }
+  return q;
+}
+
+}  // namespace
+
+void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                                size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * 32;
+    int8_t* q = qs + static_cast<size_t>(b) * qs_block_stride;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      q[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+      sum += q[j];
+    }
+    PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
+    m.d = fp16_to_f32(f32_to_fp16(d));
+    m.extra = zero_point != 0 ? -zero_point * sum
+                              : std::bit_cast<int32_t>(fp16_to_f32(f32_to_fp16(d * static_cast<float>(sum))));
+  }
+}
+
+void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                        float* y, size_t y_stride, int n_rows) {
+  STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  const size_t block_bytes = packed_block_bytes(type);
+  const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
+  const int zero_point = packed_zero_point(type);
+  for (int c = 0; c < nc; ++c)
+    for (int r = 0; r < n_rows; ++r) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = w + static_cast<size_t>(b) * block_bytes;
+        const uint8_t* qs = blk + (has_min ? 2 : 1) * kScalesBytes;
+        const int8_t* aq = a.qs + (static_cast<size_t>(b) * kPackCols + c) * 32;
+        const PackedActMeta& am = a.meta[static_cast<size_t>(b) * kPackCols + c];
+        // Integer part as the row kernels: sum of (u - zero_point) * a.
+        int sumi = 0;
+        for (int e = 0; e < 32; ++e) sumi += (packed_quant(type, qs, r, e) - zero_point) * aq[e];
+        const float dw = fp16_to_f32(load_fp16(blk + r * sizeof(fp16_t)));
+        if (has_min) {
+          const float mw = fp16_to_f32(load_fp16(blk + kScalesBytes + r * sizeof(fp16_t)));
+          sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
+        } else {
+          sum += static_cast<float>(sumi) * dw * am.d;
+        }
+      }
+      y[c * y_stride + r] = sum;
+    }
+}
+
+}  // namespace strata::cpu

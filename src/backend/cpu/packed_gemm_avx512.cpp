@@ -1,0 +1,181 @@
+// AVX-512 (VNNI) kernels of the interleaved layout (packed_kernels.h).
+//
+// One zmm register holds 4 quants of each of 16 rows, so `vpdpbusd acc, w, bcast(a[4k..4k+3])`
+// adds 4 products to 16 rows' sums for one token. Per block and token the integer accumulator
+// starts at the activation's bias (-zero_point * sum(a)), which removes the weights' zero point
+// for free; after the block's 8 vpdpbusd it is scaled by d_w * d_a into a float accumulator.
+// A call covers one group of 16 rows and up to 12 tokens: 12 integer + 12 float accumulators.
+// GCC 12's AVX-512 intrinsic headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <utility>
+
+#include "backend/cpu/packed_kernels.h"
+#include "core/check.h"
+
+namespace strata::cpu {
+namespace {
+
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 };
+
+template <Kind K>
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
+template <Kind K>
+constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
+template <Kind K>
+constexpr size_t kBlockBytes = K == Kind::Q4_0   ? 288
+                               : K == Kind::Q4_1 ? 320
+                               : K == Kind::Q5_0 ? 352
+                               : K == Kind::Q5_1 ? 384
+                                                 : 544;
+
+static inline __m512i broadcast_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+static inline __mmask64 load_mask64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return _cvtu64_mask64(v);
+}
+
+// acc[c] += w . a[c][off..off+3] for every token c of the tile.
+template <int NC>
+static inline void dot4(__m512i (&acc)[NC], __m512i w, const int8_t* aq, int off) {
+#pragma GCC unroll 16
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], w, broadcast_i32(aq + c * 32 + off));
+}
+
+// The integer part of one block: sum_e u[r][e] * a[c][e] for the 16 rows r, added to acc[c]
+// (even weight registers) and acc2[c] (odd ones). With few tokens the caller passes a second
+// set of accumulators so that the 8 dependent vpdpbusd of a block form two chains of 4; the
+// integer sums are exact, so the split does not change any result.
+template <Kind K, int NC>
+static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uint8_t* qs, const int8_t* aq) {
+  if constexpr (K == Kind::Q8_0) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 8; k += 2) {
+      dot4<NC>(acc, _mm512_loadu_si512(qs + 64 * k), aq, 4 * k);
+      dot4<NC>(acc2, _mm512_loadu_si512(qs + 64 * (k + 1)), aq, 4 * (k + 1));
+    }
+  } else {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i p = _mm512_loadu_si512(qs + 64 * k);
+      __m512i lo = _mm512_and_si512(p, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+      if constexpr (kHasQh<K>) {
+        const __m512i b16 = _mm512_set1_epi8(16);
+        lo = _mm512_mask_add_epi8(lo, load_mask64(qs + 256 + 8 * k), lo, b16);
+        hi = _mm512_mask_add_epi8(hi, load_mask64(qs + 256 + 8 * (k + 4)), hi, b16);
+      }
+      dot4<NC>(acc, lo, aq, 4 * k);
+      dot4<NC>(acc2, hi, aq, 16 + 4 * k);
+    }
+  }
+}
+
+// w: [nb] packed blocks of one group; y[c * y_stride + r] for r < n_rows, c < NC.
+template <Kind K, int NC>
+void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y, size_t y_stride,
+                  int n_rows) {
+  __m512 accf[NC];
+#pragma GCC unroll 16
+  for (int c = 0; c < NC; ++c) accf[c] = _mm512_setzero_ps();
+  const int8_t* aq = a.qs;
+  const PackedActMeta* am = a.meta;
+  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+    __m512i acc[NC], acc2[NC];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c)
+      acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
+    if constexpr (NC <= 2) {  // latency-bound otherwise: two chains per token
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
+      block_dots<K, NC>(acc, acc2, w + (kHasMin<K> ? 64 : 32), aq);
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
+    } else {
+      block_dots<K, NC>(acc, acc, w + (kHasMin<K> ? 64 : 32), aq);
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) {
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
+      accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+    }
+    if constexpr (kHasMin<K>) {
+      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c)
+        accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+    }
+  }
+  const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1);
+#pragma GCC unroll 16
+  for (int c = 0; c < NC; ++c) _mm512_mask_storeu_ps(y + c * y_stride, rows, accf[c]);
+}
+
+using GroupKernel = void (*)(const uint8_t*, int64_t, const PackedActTile&, float*, size_t, int);
+
+template <Kind K, size_t... I>
+constexpr std::array<GroupKernel, sizeof...(I)> make_table(std::index_sequence<I...>) {
+  return {group_kernel<K, static_cast<int>(I) + 1>...};
+}
+
+template <Kind K>
+constexpr auto kTable = make_table<K>(std::make_index_sequence<kPackCols>{});
+
+}  // namespace
+
+void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                        float* y, size_t y_stride, int n_rows) {
+  STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  const size_t i = static_cast<size_t>(nc - 1);
+  switch (type) {
+    case TensorType::Q4_0:
+      return kTable<Kind::Q4_0>[i](w, nb, a, y, y_stride, n_rows);
+    case TensorType::Q4_1:
+      return kTable<Kind::Q4_1>[i](w, nb, a, y, y_stride, n_rows);
+    case TensorType::Q5_0:
+      return kTable<Kind::Q5_0>[i](w, nb, a, y, y_stride, n_rows);
+    case TensorType::Q5_1:
+      return kTable<Kind::Q5_1>[i](w, nb, a, y, y_stride, n_rows);
+    case TensorType::Q8_0:
+      return kTable<Kind::Q8_0>[i](w, nb, a, y, y_stride, n_rows);
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
+  }
+}
+
+void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                                size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  const __m512 sign_mask = _mm512_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n_blocks; ++b, x += 32) {
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    const __m512 amax_v = _mm512_max_ps(_mm512_andnot_ps(sign_mask, x0), _mm512_andnot_ps(sign_mask, x1));
+    const float d = _mm512_reduce_max_ps(amax_v) / 127.0f;
+    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, id));  // round to nearest even
+    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, id));
+    int8_t* out = qs + static_cast<size_t>(b) * qs_block_stride;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
+    const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
+    m.d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    m.extra = zero_point != 0 ? -zero_point * sum
+                              : std::bit_cast<int32_t>(_cvtsh_ss(
+                                    _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+
+}  // namespace strata::cpu

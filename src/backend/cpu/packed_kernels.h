@@ -1,0 +1,77 @@
+// The interleaved ("packed") weight layout of the legacy quantized types and its kernels.
+//
+// Rows are taken 16 at a time (a group). A group is stored block after block (32 elements per
+// block); one packed block holds the 16 rows' scales, then their quants interleaved 4 bytes at a
+// time so that one 64-byte load is "the same 4 quants of 16 rows":
+//   Q4_0: d[16] fp16 | qs chunk k=0..3: row r -> source qs[4k..4k+3]                    288 bytes
+//   Q4_1: d[16] | m[16] | qs as Q4_0                                                    320 bytes
+//   Q5_0: d[16] | qs as Q4_0 | qh: 8 x u64, bit 4r+i of mask k = bit 4k+i of row r's qh  352 bytes
+//   Q5_1: d[16] | m[16] | qs | qh as Q5_0                                               384 bytes
+//   Q8_0: d[16] | qs chunk k=0..7: row r -> source qs[4k..4k+3] XOR 0x80 (q + 128)       544 bytes
+// Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
+// 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
+// 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types. The element value is
+// d * (u - zero_point) with zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0), or d * u + m for Q4_1/Q5_1.
+// Rows past n_out in the last group are zero (scale 0). Each packed block is exactly 16 source
+// blocks, so the copy costs no memory beyond the source.
+//
+// Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
+// into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
+//   qs  + ((t * nb + b) * kPackCols + c) * 32      meta + (t * nb + b) * kPackCols + c
+// so that a kernel reaches every token of its tile at a constant offset from one pointer.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor_type.h"
+
+namespace strata::cpu {
+
+constexpr int kPackRows = 16;  // rows per group
+constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
+
+bool packable_type(TensorType type);
+size_t packed_block_bytes(TensorType type);  // one block of 16 rows
+int packed_zero_point(TensorType type);      // 8, 16, 128, or 0 for the types with a min
+
+// Writes group g of src ([n_out] rows of type, nb blocks each, src_row_stride bytes apart) into
+// dst ([nb] packed blocks), zero rows past n_out.
+void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
+                  int64_t nb, uint8_t* dst);
+
+// Per activation block: what the kernels need beside the quants (8 bytes, so that a tile of 12
+// tokens' quants and metadata stays within L1 while 16 rows of weights pass over it).
+struct PackedActMeta {
+  float d;        // scale, rounded to fp16 as Q8_0's
+  int32_t extra;  // zero_point != 0: -zero_point * sum(q), the integer accumulator's start value;
+                  // zero_point == 0 (Q4_1/Q5_1): the bits of float fp16(d * sum(q)), Q8_1's s
+};
+static_assert(sizeof(PackedActMeta) == 8);
+
+// The activations of one column tile of tokens.
+struct PackedActTile {
+  const int8_t* qs;           // [nb, kPackCols, 32]
+  const PackedActMeta* meta;  // [nb, kPackCols]
+};
+
+// x: [n_blocks * 32] f32 of one token -> its slots: block b's quants at qs + b * qs_block_stride,
+// its meta at meta[b * meta_block_stride].
+using PackedActQuantizer = void (*)(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                                    size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
+void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                                size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
+void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                                size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
+
+// y[c * y_stride + r] = dot(row r of the group, token c) for r < n_rows (<= 16), c < nc
+// (<= kPackCols). w: one group ([nb] packed blocks); a: the token tile.
+using PackedGemmFn = void (*)(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                              float* y, size_t y_stride, int n_rows);
+void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                        float* y, size_t y_stride, int n_rows);
+void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                        float* y, size_t y_stride, int n_rows);
+
+}  // namespace strata::cpu

@@ -1,0 +1,137 @@
+// Conversion of legacy quantized rows into the interleaved layout of packed_kernels.h.
+#include <cstring>
+
+#include "backend/cpu/packed_kernels.h"
+#include "core/check.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr size_t kScalesBytes = kPackRows * sizeof(fp16_t);  // one fp16 per row
+constexpr size_t kChunkBytes = kPackRows * 4;                // 4 bytes per row
+
+// The parts of one source block, whatever its type.
+struct SourceBlock {
+  fp16_t d = 0, m = 0;
+  const uint8_t* qs = nullptr;  // 16 bytes of nibbles, or 32 int8 for Q8_0
+  uint32_t qh = 0;
+};
+
+SourceBlock read_block(TensorType type, const uint8_t* p) {
+  SourceBlock s;
+  switch (type) {
+    case TensorType::Q4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
+      s.d = b->d, s.qs = b->qs;
+      break;
+    }
+    case TensorType::Q4_1: {
+      const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
+      s.d = b->d, s.m = b->m, s.qs = b->qs;
+      break;
+    }
+    case TensorType::Q5_0: {
+      const auto* b = reinterpret_cast<const BlockQ5_0*>(p);
+      s.d = b->d, s.qs = b->qs;
+      std::memcpy(&s.qh, b->qh, 4);
+      break;
+    }
+    case TensorType::Q5_1: {
+      const auto* b = reinterpret_cast<const BlockQ5_1*>(p);
+      s.d = b->d, s.m = b->m, s.qs = b->qs;
+      std::memcpy(&s.qh, b->qh, 4);
+      break;
+    }
+    case TensorType::Q8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+      s.d = b->d, s.qs = reinterpret_cast<const uint8_t*>(b->qs);
+      break;
+    }
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved layout");
+  }
+  return s;
+}
+
+bool has_min(TensorType t) {
+  return t == TensorType::Q4_1 || t == TensorType::Q5_1;
+}
+bool has_qh(TensorType t) {
+  return t == TensorType::Q5_0 || t == TensorType::Q5_1;
+}
+
+// Writes row r's share of one packed block at dst.
+void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
+  std::memcpy(dst + r * sizeof(fp16_t), &s.d, sizeof(fp16_t));
+  uint8_t* qs = dst + kScalesBytes;
+  if (has_min(type)) {
+    std::memcpy(qs + r * sizeof(fp16_t), &s.m, sizeof(fp16_t));
+    qs += kScalesBytes;
+  }
+  const int n_chunks = type == TensorType::Q8_0 ? 8 : 4;
+  for (int k = 0; k < n_chunks; ++k)
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t q = s.qs[4 * k + i];
+      qs[k * kChunkBytes + 4 * r + i] = type == TensorType::Q8_0 ? static_cast<uint8_t>(q ^ 0x80u) : q;
+    }
+  if (has_qh(type)) {
+    uint8_t* masks = qs + 4 * kChunkBytes;  // 8 little-endian u64
+    for (int k = 0; k < 8; ++k)
+      for (int i = 0; i < 4; ++i)
+        if ((s.qh >> (4 * k + i)) & 1u) {
+          const int bit = 4 * r + i;
+          masks[k * 8 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
+        }
+  }
+}
+
+}  // namespace
+
+bool packable_type(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::Q8_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t packed_block_bytes(TensorType type) {
+  STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
+  return kPackRows * type_traits(type).block_bytes;
+}
+
+int packed_zero_point(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return 8;
+    case TensorType::Q5_0:
+      return 16;
+    case TensorType::Q8_0:
+      return 128;
+    default:
+      return 0;
+  }
+}
+
+void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
+                  int64_t nb, uint8_t* dst) {
+  const size_t out_bytes = packed_block_bytes(type);
+  const size_t in_bytes = type_traits(type).block_bytes;
+  std::memset(dst, 0, out_bytes * static_cast<size_t>(nb));  // padding rows and qh masks start at 0
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = g * kPackRows + r;
+    if (row >= n_out) break;
+    const uint8_t* src_row = src + static_cast<size_t>(row) * src_row_stride;
+    for (int64_t b = 0; b < nb; ++b)
+      put_row(type, read_block(type, src_row + static_cast<size_t>(b) * in_bytes), r,
+              dst + static_cast<size_t>(b) * out_bytes);
+  }
+}
+
+}  // namespace strata::cpu

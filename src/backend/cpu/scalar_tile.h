@@ -1,0 +1,25 @@
+// The scalar gemm_tile: the definition of a tile in terms of vec_dot, shared by the scalar
+// reference kernels (dot_<type>.cpp). Internal linkage so that no ISA-specific translation unit
+// can ever share a copy with these baseline ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::cpu {
+namespace {
+
+using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+
+// out[c * out_stride + r] = Dot(n, w + r * w_stride, a + c * a_stride) for r < nr, c < nc.
+template <VecDotFn Dot>
+void scalar_gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a,
+                      size_t a_stride, float* out, size_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int c = 0; c < nc; ++c)
+    for (int r = 0; r < nr; ++r) out[c * out_stride + r] = Dot(n, wb + r * w_stride, ab + c * a_stride);
+}
+
+}  // namespace
+}  // namespace strata::cpu

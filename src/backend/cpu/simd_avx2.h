@@ -1,0 +1,60 @@
+// AVX2 helpers shared by the *_avx2.cpp and *_avx512.cpp kernel files. Static inline only (see
+// DEVELOPERS.md): each including file gets its own copy compiled for its ISA.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace strata::cpu {
+
+static inline float hsum_f32x8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline float hmax_f32x8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline int hsum_i32x8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+static inline __m256i loadu_256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// 16 bytes of packed nibbles -> 32 bytes in element order: low nibbles (elements 0..15), then
+// high nibbles (elements 16..31), each 0..15.
+static inline __m256i nibbles_to_bytes(const uint8_t* qs) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(x, 4), x);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// Bit j of bits -> byte j = 0xFF if set, else 0.
+static inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                        2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
+  const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+}
+
+// Sums of 4 adjacent products u8 * s8 into 8 int32 lanes (pairs saturate at int16: callers keep
+// 2 * max|u| * max|s| <= 32767).
+static inline __m256i dot_u8s8_i32(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+}  // namespace strata::cpu

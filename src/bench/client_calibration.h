@@ -1,0 +1,32 @@
+// `strata bench serve --calibrate`: measures the client's own error and overhead against the
+// in-process FakeOpenAiServer, which sends tokens at exactly known times.
+//
+// Two scenarios per concurrency level: tokens 1 ms apart (the measured ITL should be 1 ms; the
+// deviation is what client + loopback + scheduling add) and tokens as fast as the server can
+// write them (how many chunks per second the client absorbs, and its cost per read).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include "bench/metrics.h"
+#include "bench/stream_client.h"
+
+namespace strata::bench {
+
+struct CalibrationRow {
+  int64_t concurrency = 1;
+  double nominal_itl_ms = 0.0;  // 0: as fast as possible
+  double nominal_ttft_ms = 0.0;
+  Distribution itl_ms;        // measured
+  Distribution ttft_ms;       // measured
+  double chunks_per_s = 0.0;  // content chunks received per second of the run
+  int64_t failed = 0;
+  ClientOverhead overhead;
+};
+
+std::vector<CalibrationRow> calibrate_client(const std::vector<int64_t>& levels, int64_t tokens_per_request);
+void print_calibration(std::ostream& out, const std::vector<CalibrationRow>& rows);
+
+}  // namespace strata::bench

@@ -1,0 +1,35 @@
+// Options and loading shared by the subcommands that run a model.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace CLI {
+class App;
+}
+
+namespace strata::cli {
+
+struct ModelOptions {
+  std::string model;      // -m: GGUF file, llama2.c .bin or HF directory
+  std::string tokenizer;  // --tokenizer: llama2.c tokenizer .bin
+  int threads = 0;        // --threads: 0 = all cores
+};
+
+void add_model_options(CLI::App& cmd, ModelOptions& options, bool with_threads = true);
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+};
+
+// Creates the CPU backend and loads the model; logs the load time and summary to stderr.
+LoadedModel load_model(const ModelOptions& options);
+
+// Reads a whole text file (for -f); throws strata::Error with a clean message.
+std::string read_text_file(const std::string& path);
+
+}  // namespace strata::cli

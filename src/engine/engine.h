@@ -1,0 +1,101 @@
+// The serving engine: requests in, token events out, one model, one loop.
+//
+// Each step is schedule -> execute -> process outputs: the scheduler packs a token budget
+// from running decodes first, then chunks of waiting prefills; the model runs them as one
+// ragged batch over the paged KV cache; the outputs are sampled, detokenized, checked against
+// stop conditions and delivered as events. Out of KV blocks preempts the most recently admitted
+// request (its blocks are freed and it is recomputed later) — never an error.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/metrics.h"
+#include "engine/request.h"
+#include "model/model.h"
+
+namespace strata {
+
+struct EngineConfig {
+  int32_t block_size = 16;
+  size_t kv_cache_bytes = 0;           // 0: kv_cache_fraction of the available memory
+  double kv_cache_fraction = 0.25;     // of MemAvailable, when kv_cache_bytes is 0
+  TensorType kv_type = TensorType::F16;
+  int32_t max_batched_tokens = 512;    // token budget of one step
+  int32_t max_num_seqs = 64;           // sequences in one step
+  int32_t max_queue = 1024;            // waiting requests beyond this are refused (429)
+  int64_t max_model_len = 0;           // prompt + output limit; 0: the model's training context
+  bool prefix_caching = true;
+  bool static_batching = false;        // request-level batching baseline (benchmarks only)
+  std::string model_name;              // extra key of the prefix-cache hash
+};
+
+enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
+
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::Accepted;
+  RequestId id = 0;
+};
+
+struct EngineStats {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;   // referenced by a running request
+  int32_t kv_blocks_cached = 0; // free but holding a cached prefix block
+  double kv_waste = 0.0;        // allocated-but-empty slots / allocated slots
+  int64_t prefix_queries = 0;   // tokens
+  int64_t prefix_hits = 0;      // tokens
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Checks the parameters and that prompt + max_tokens can ever fit in the whole KV pool and
+  // the model length; throws strata::Error (a 400 for the server) otherwise. Thread-safe.
+  SubmitResult submit(RequestParams params, EventCallback on_event);
+  // Frees the request's blocks before the next step; no further events except its Abort finish.
+  void abort(RequestId id);
+
+  // Runs the loop on a background thread until shutdown().
+  void start();
+  // Refuses new requests, lets running ones finish for up to `timeout`, then aborts the rest
+  // and stops the loop. Returns true if everything finished in time.
+  bool shutdown(std::chrono::milliseconds timeout);
+
+  // One step on the calling thread (no background loop): returns false when idle.
+  bool step();
+  // Steps until no request is left (tests and CLI tools without a loop thread).
+  void run_until_idle();
+
+  EngineStats stats() const;
+  const EngineMetrics& metrics() const { return metrics_; }
+  // False when the loop thread died or a step has been running for longer than `stall`.
+  bool healthy(std::chrono::milliseconds stall = std::chrono::seconds(60)) const;
+  const Model& model() const { return model_; }
+  const EngineConfig& config() const { return config_; }
+  int64_t max_model_len() const;
+  // Most tokens (prompt + output) one sequence can ever hold: min(max_model_len, KV pool size).
+  int64_t capacity_tokens() const;
+
+ private:
+  struct Impl;
+  Model& model_;
+  EngineConfig config_;
+  EngineMetrics metrics_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata

@@ -1,0 +1,75 @@
+#include "engine/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace strata {
+namespace {
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void header(std::string& out, const std::string& name, const std::string& help, const char* type) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::string name, std::string help, std::vector<double> bounds)
+    : name_(std::move(name)), help_(std::move(help)), bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::render(std::string& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  header(out, name_, help_, "histogram");
+  uint64_t cum = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cum += counts_[i];
+    const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
+    out += name_ + "_bucket{le=\"" + le + "\"} " + std::to_string(cum) + "\n";
+  }
+  out += name_ + "_sum " + number(sum_) + "\n";
+  out += name_ + "_count " + std::to_string(count_) + "\n";
+}
+
+void Counter::add(double v) {
+  double cur = value_.load();
+  while (!value_.compare_exchange_weak(cur, cur + v)) {
+  }
+}
+
+void Counter::render(std::string& out) const {
+  header(out, name_, help_, "counter");
+  out += name_ + " " + number(value_.load()) + "\n";
+}
+
+void Gauge::render(std::string& out) const {
+  header(out, name_, help_, "gauge");
+  out += name_ + " " + number(value_.load()) + "\n";
+}
+
+std::string EngineMetrics::render() const {
+  std::string out;
+  for (const Histogram* h : {&time_to_first_token, &inter_token_latency, &e2e_request_latency, &request_queue_time})
+    h->render(out);
+  for (const Gauge* g : {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste, &kv_blocks_free})
+    g->render(out);
+  for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries, &prefix_cache_hits,
+                           &requests_finished, &requests_aborted})
+    c->render(out);
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,81 @@
+// Prometheus-style metrics recorded by the engine and rendered by the server's /metrics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+class Histogram {
+ public:
+  Histogram(std::string name, std::string help, std::vector<double> bounds);
+  void observe(double v);
+  void render(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::vector<double> bounds_;          // upper bounds, increasing (+Inf implied)
+  mutable std::mutex mu_;
+  std::vector<uint64_t> counts_;        // per bucket (not cumulative)
+  double sum_ = 0.0;
+  uint64_t count_ = 0;
+};
+
+class Counter {
+ public:
+  Counter(std::string name, std::string help) : name_(std::move(name)), help_(std::move(help)) {}
+  void add(double v = 1.0);
+  double value() const { return value_.load(); }
+  void render(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::atomic<double> value_{0.0};
+};
+
+class Gauge {
+ public:
+  Gauge(std::string name, std::string help) : name_(std::move(name)), help_(std::move(help)) {}
+  void set(double v) { value_.store(v); }
+  double value() const { return value_.load(); }
+  void render(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::atomic<double> value_{0.0};
+};
+
+// Every metric of the engine, named after vLLM's where one exists (prefix "strata:").
+struct EngineMetrics {
+  Histogram time_to_first_token{"strata:time_to_first_token_seconds", "Time from arrival to the first token.",
+                                {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+                                 7.5, 10.0, 20.0, 40.0, 80.0}};
+  Histogram inter_token_latency{"strata:inter_token_latency_seconds", "Time between consecutive output tokens.",
+                                {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
+                                 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}};
+  Histogram e2e_request_latency{"strata:e2e_request_latency_seconds", "Time from arrival to the last token.",
+                                {0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+                                 40.0, 50.0, 60.0, 120.0}};
+  Histogram request_queue_time{"strata:request_queue_time_seconds", "Time from arrival to first scheduling.",
+                               {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0}};
+  Gauge num_requests_running{"strata:num_requests_running", "Requests in the running batch."};
+  Gauge num_requests_waiting{"strata:num_requests_waiting", "Requests waiting to be scheduled."};
+  Gauge kv_cache_usage{"strata:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1)."};
+  Gauge kv_cache_waste{"strata:kv_cache_waste_perc",
+                       "Fraction of allocated KV slots holding no token (internal fragmentation, 0..1)."};
+  Gauge kv_blocks_free{"strata:kv_cache_free_blocks", "KV-cache blocks free or evictable."};
+  Counter prompt_tokens{"strata:prompt_tokens_total", "Prompt tokens processed (prefill, incl. cached)."};
+  Counter generation_tokens{"strata:generation_tokens_total", "Tokens generated."};
+  Counter preemptions{"strata:num_preemptions_total", "Requests preempted (blocks freed, recomputed later)."};
+  Counter prefix_cache_queries{"strata:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache."};
+  Counter prefix_cache_hits{"strata:prefix_cache_hits_total", "Prompt tokens found in the prefix cache."};
+  Counter requests_finished{"strata:request_success_total", "Requests finished (stop or length)."};
+  Counter requests_aborted{"strata:request_aborted_total", "Requests aborted or disconnected."};
+
+  std::string render() const;  // Prometheus text exposition format
+};
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+// What a client asks of the engine, and the events it gets back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "sampling/sampling_params.h"
+
+namespace strata {
+
+using RequestId = uint64_t;
+using Clock = std::chrono::steady_clock;
+
+struct StopConditions {
+  int32_t max_tokens = 16;                 // generated tokens per choice
+  std::vector<std::string> stop_strings;   // matched across token boundaries, never emitted
+  std::vector<int32_t> stop_token_ids;     // extra stop tokens (emitted as text? no: never emitted)
+  bool ignore_eos = false;                 // keep going after end-of-generation tokens
+};
+
+struct RequestParams {
+  std::vector<int32_t> prompt;  // token ids, BOS included when wanted
+  SamplingParams sampling;
+  StopConditions stop;
+  int32_t n = 1;              // parallel choices sharing the prompt's KV blocks
+  int32_t top_logprobs = -1;  // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
+  std::string cache_salt;     // prefix-cache isolation: different salts never share blocks
+};
+
+enum class FinishReason { None, Stop, Length, Abort, Error };
+const char* finish_reason_name(FinishReason r);
+
+struct TokenOutput {
+  int32_t token;
+  float logprob = 0.0f;               // when top_logprobs >= 0
+  std::vector<TokenLogprob> top;      // k alternatives, most likely first
+  std::string piece;                  // raw bytes of this token (may be partial UTF-8)
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;  // over all choices
+  int64_t cached_prompt_tokens = 0;
+};
+
+// One event for one choice of a request. Delivered in order, on the engine thread: the
+// callback must be quick and must not block (queue it and return).
+struct EngineEvent {
+  RequestId id = 0;
+  int32_t index = 0;                 // choice index (0 .. n-1)
+  std::string text;                  // newly final text (valid UTF-8; stop strings removed)
+  std::vector<TokenOutput> tokens;   // tokens generated this step (usually one)
+  FinishReason finish = FinishReason::None;  // set on the last event of the choice
+  std::string error;                 // FinishReason::Error
+  // On the final event of the last choice to finish: the whole request is done.
+  bool request_done = false;
+  Usage usage;                       // filled when request_done
+};
+
+using EventCallback = std::function<void(const EngineEvent&)>;
+
+}  // namespace strata

@@ -1,0 +1,106 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace strata {
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {
+  STRATA_CHECK(config.max_batched_tokens > 0 && config.max_num_seqs > 0);
+}
+
+void Scheduler::add_waiting(Sequence* seq) {
+  seq->status = SequenceStatus::Waiting;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::add_running(Sequence* seq) {
+  seq->status = SequenceStatus::Running;
+  seq->admitted_order = next_admission_++;
+  running_.push_back(seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
+}
+
+void Scheduler::preempt(Sequence* victim, ScheduleOutput& out) {
+  running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
+  kv_.free(victim->kv);
+  victim->n_computed = 0;
+  victim->status = SequenceStatus::Waiting;
+  waiting_.push_front(victim);
+  out.preempted.push_back(victim);
+  // A victim scheduled earlier in this step must not run.
+  out.chunks.erase(std::remove_if(out.chunks.begin(), out.chunks.end(),
+                                  [victim](const ScheduledChunk& c) { return c.seq == victim; }),
+                   out.chunks.end());
+}
+
+// Returns false when `seq` itself had to be preempted.
+bool Scheduler::schedule_running(Sequence* seq, int64_t& budget, ScheduleOutput& out) {
+  const int64_t n = std::min(seq->n_uncomputed(), budget);
+  if (n <= 0) return true;
+  while (!kv_.reserve(seq->kv, seq->n_computed + n, seq->n_computed, out.copies)) {
+    // The most recently admitted sequence makes room (possibly `seq` itself).
+    Sequence* victim = *std::max_element(running_.begin(), running_.end(), [](Sequence* a, Sequence* b) {
+      return a->admitted_order < b->admitted_order;
+    });
+    for (const ScheduledChunk& c : out.chunks)
+      if (c.seq == victim) budget += c.n_tokens;
+    preempt(victim, out);
+    if (victim == seq) return false;
+  }
+  out.chunks.push_back({seq, n});
+  budget -= n;
+  return true;
+}
+
+void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
+  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    if (seq->kv.blocks.empty()) {
+      // At least the last token is always computed: its logits are needed.
+      const int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
+      const int32_t hit = kv_.acquire_prefix(seq->kv, seq->tokens, static_cast<int32_t>(limit),
+                                             seq->request->prefix_root);
+      if (kv_.prefix_caching()) {
+        out.prefix_queried_tokens += limit;
+        out.prefix_hit_tokens += hit;
+      }
+      seq->n_computed = hit;
+      if (seq->index == 0 && seq->n_generated() == 0) seq->request->cached_prompt_tokens = hit;
+    }
+    const int64_t n = std::min(seq->n_uncomputed(), budget);
+    if (!kv_.reserve(seq->kv, seq->n_computed + n, seq->n_computed, out.copies)) {
+      kv_.free(seq->kv);  // give the prefix hits back; try again next step
+      seq->n_computed = 0;
+      break;
+    }
+    waiting_.pop_front();
+    add_running(seq);
+    out.admitted.push_back(seq);
+    out.chunks.push_back({seq, n});
+    budget -= n;
+  }
+}
+
+ScheduleOutput Scheduler::schedule() {
+  ScheduleOutput out;
+  int64_t budget = config_.max_batched_tokens;
+  const std::vector<Sequence*> snapshot = running_;
+  for (Sequence* seq : snapshot) {
+    if (budget <= 0 || static_cast<int32_t>(out.chunks.size()) >= config_.max_num_seqs) break;
+    if (seq->status != SequenceStatus::Running) continue;  // preempted earlier in this step
+    schedule_running(seq, budget, out);
+  }
+  // New work only when nothing had to be preempted (it would just be preempted again), and in
+  // static mode only when the previous batch has completely finished.
+  const bool may_admit = out.preempted.empty() && (!config_.static_batching || running_.empty());
+  if (may_admit) admit_waiting(budget, out);
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,43 @@
+#include "engine/stop_matcher.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace strata {
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+  stops_.erase(std::remove(stops_.begin(), stops_.end(), std::string()), stops_.end());
+}
+
+std::string StopMatcher::push(const std::string& text) {
+  if (stopped_) return {};
+  held_ += text;
+  if (stops_.empty()) return std::exchange(held_, {});
+  // Earliest complete stop string wins.
+  size_t cut = std::string::npos;
+  for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    stopped_ = true;
+    std::string out = held_.substr(0, cut);
+    held_.clear();
+    return out;
+  }
+  // Hold back the longest suffix that is a proper prefix of some stop string.
+  size_t keep = 0;
+  for (const std::string& s : stops_)
+    for (size_t len = std::min(s.size() - 1, held_.size()); len > keep; --len)
+      if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
+        keep = len;
+        break;
+      }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  if (stopped_) return {};
+  return std::exchange(held_, {});
+}
+
+}  // namespace strata

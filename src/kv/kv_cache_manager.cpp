@@ -1,0 +1,83 @@
+#include "kv/kv_cache_manager.h"
+
+#include "core/check.h"
+#include "kv/prefix_hash.h"
+
+namespace strata {
+
+KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching)
+    : pool_(n_blocks), block_size_(block_size), prefix_caching_(prefix_caching) {
+  STRATA_CHECK(block_size > 0);
+}
+
+void KvCacheManager::extend_hashes(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_tokens,
+                                   const BlockHash& root) {
+  const size_t full = static_cast<size_t>(n_tokens / block_size_);
+  while (seq.hashes.size() < full) {
+    const size_t i = seq.hashes.size();
+    const BlockHash& parent = i == 0 ? root : seq.hashes[i - 1];
+    seq.hashes.push_back(chain_block_hash(parent, tokens.data() + i * static_cast<size_t>(block_size_), block_size_));
+  }
+}
+
+int32_t KvCacheManager::acquire_prefix(SequenceKv& seq, const std::vector<int32_t>& tokens, int32_t max_tokens,
+                                       const BlockHash& root) {
+  STRATA_CHECK(seq.blocks.empty(), "prefix lookup on a sequence that holds blocks");
+  if (!prefix_caching_ || max_tokens < block_size_) return 0;
+  const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
+  extend_hashes(seq, tokens, limit, root);
+  const size_t n_full = static_cast<size_t>(limit / block_size_);
+  for (size_t i = 0; i < n_full; ++i) {
+    const auto hit = pool_.find_cached(seq.hashes[i]);
+    if (!hit) break;
+    pool_.acquire_cached(*hit);
+    seq.blocks.push_back(*hit);
+  }
+  seq.n_publish_tried = seq.blocks.size();  // hits are published already
+  return static_cast<int32_t>(seq.blocks.size()) * block_size_;
+}
+
+bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_from, std::vector<BlockCopy>& copies) {
+  const int32_t need_total = blocks_for(n_total);
+  const int32_t have = static_cast<int32_t>(seq.blocks.size());
+  // Shared blocks among those about to be written need a private copy each.
+  std::vector<size_t> shared;
+  for (int64_t b = write_from / block_size_; b < std::min<int64_t>(have, need_total); ++b)
+    if (pool_.ref_count(seq.blocks[static_cast<size_t>(b)]) > 1) shared.push_back(static_cast<size_t>(b));
+  const int32_t n_new = std::max(0, need_total - have) + static_cast<int32_t>(shared.size());
+  std::vector<BlockId> fresh;
+  if (!pool_.allocate(n_new, fresh)) return false;
+  size_t next = 0;
+  for (size_t b : shared) {
+    const BlockId copy = fresh[next++];
+    copies.push_back({seq.blocks[b], copy});
+    pool_.release(seq.blocks[b]);
+    seq.blocks[b] = copy;
+  }
+  for (; next < fresh.size(); ++next) seq.blocks.push_back(fresh[next]);
+  return true;
+}
+
+void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_computed,
+                             const BlockHash& root) {
+  if (!prefix_caching_) return;
+  STRATA_CHECK(n_computed <= static_cast<int64_t>(tokens.size()));
+  extend_hashes(seq, tokens, n_computed, root);
+  const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
+  for (size_t i = seq.n_publish_tried; i < full; ++i) pool_.publish(seq.blocks[i], seq.hashes[i]);
+  seq.n_publish_tried = std::max(seq.n_publish_tried, full);
+}
+
+void KvCacheManager::free(SequenceKv& seq) {
+  pool_.release_all(seq.blocks);
+  seq.blocks.clear();
+  seq.n_publish_tried = 0;
+}
+
+void KvCacheManager::fork(const SequenceKv& parent, SequenceKv& child) {
+  STRATA_CHECK(child.blocks.empty());
+  for (BlockId b : parent.blocks) pool_.retain(b);
+  child = parent;
+}
+
+}  // namespace strata

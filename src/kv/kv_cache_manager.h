@@ -1,0 +1,66 @@
+// Block tables of sequences over the shared block pool: prefix-cache lookups, growth with
+// copy-on-write of shared blocks, publication of full blocks, forking for parallel sampling.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace strata {
+
+// The KV state of one sequence.
+struct SequenceKv {
+  std::vector<BlockId> blocks;    // block table: position p lives in blocks[p / block_size]
+  std::vector<BlockHash> hashes;  // content hashes of the leading full blocks, in order
+  size_t n_publish_tried = 0;     // leading blocks already offered to the prefix cache
+};
+
+struct BlockCopy {
+  BlockId src, dst;
+};
+
+class KvCacheManager {
+ public:
+  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching);
+
+  int32_t block_size() const { return block_size_; }
+  bool prefix_caching() const { return prefix_caching_; }
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
+  int32_t blocks_for(int64_t n_tokens) const {
+    return static_cast<int32_t>((n_tokens + block_size_ - 1) / block_size_);
+  }
+
+  // Finds the longest run of cached full blocks at the start of `tokens`, covering at most
+  // `max_tokens` tokens, and takes a reference on each. seq must hold no blocks. Returns the
+  // number of tokens covered (a multiple of the block size; 0 when prefix caching is off).
+  int32_t acquire_prefix(SequenceKv& seq, const std::vector<int32_t>& tokens, int32_t max_tokens,
+                         const BlockHash& root);
+
+  // Grows the block table to cover n_total positions. Positions >= write_from will be written
+  // this step: a block among them shared with another sequence is replaced by a private copy
+  // (its copy is appended to `copies`, to be executed before the write). Returns false, with
+  // nothing changed, when the pool cannot supply the blocks.
+  [[nodiscard]] bool reserve(SequenceKv& seq, int64_t n_total, int64_t write_from, std::vector<BlockCopy>& copies);
+
+  // Offers every block whose tokens are all in the cache (n_computed of them) to the prefix
+  // cache. Call only after the forward pass that wrote them succeeded.
+  void publish(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_computed, const BlockHash& root);
+
+  // Gives back all the sequence's blocks (tail first, so the LRU evicts tails before heads).
+  void free(SequenceKv& seq);
+
+  // The child shares every block of the parent (n > 1 parallel sampling).
+  void fork(const SequenceKv& parent, SequenceKv& child);
+
+ private:
+  void extend_hashes(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_tokens, const BlockHash& root);
+
+  BlockPool pool_;
+  int32_t block_size_;
+  bool prefix_caching_;
+};
+
+}  // namespace strata

@@ -1,0 +1,28 @@
+// A ragged batch for one forward pass: tokens from many sequences, each with its position and
+// sequence, and whether its logits are wanted. Prefill, decode and a mix are the same thing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace strata {
+
+struct ForwardBatch {
+  std::vector<int32_t> tokens;       // [n_tokens]
+  std::vector<int32_t> pos;          // [n_tokens] position within its sequence
+  std::vector<int32_t> seq;          // [n_tokens] index into block_tables
+  std::vector<uint8_t> want_logits;  // [n_tokens]
+  // Per sequence: its KV blocks in position order, covering every position in the batch.
+  // Tokens of one sequence appear in increasing position order; all earlier positions of the
+  // sequence are already in the cache (or earlier in this batch).
+  std::vector<const std::vector<BlockId>*> block_tables;
+
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t n_outputs() const;
+  void add(int32_t token, int32_t position, int32_t seq_index, bool logits);
+  void clear();
+};
+
+}  // namespace strata

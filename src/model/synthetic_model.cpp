@@ -1,0 +1,173 @@
+#include "model/synthetic_model.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "formats/gguf_writer.h"
+#include "quant/quantize.h"
+#include "sampling/rng.h"
+
+namespace strata {
+
+const std::vector<SynthPreset>& synth_presets() {
+  static const std::vector<SynthPreset> presets = {
+      {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 0},
+      {"synth-tiny", "llama", 256, 4, 4, 2, 768, 512, 2048, 10000.0f, 0},
+      {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 0},
+      {"mistral-7b", "mistral", 4096, 32, 32, 8, 14336, 32000, 32768, 10000.0f, 4096},
+      {"qwen2-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 0},
+  };
+  return presets;
+}
+
+const SynthPreset& find_synth_preset(const std::string& name) {
+  std::string known;
+  for (const SynthPreset& p : synth_presets()) {
+    if (p.name == name) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  STRATA_THROW("unknown preset '", name, "' (known: ", known, ")");
+}
+
+void add_synthetic_vocab(Metadata& md, int64_t n_vocab) {
+  STRATA_CHECK(n_vocab >= 259 + 26, "synthetic vocab needs at least 285 tokens");
+  GgufArray tokens, scores, types;
+  tokens.elem_type = GgufType::STRING;
+  scores.elem_type = GgufType::FLOAT32;
+  types.elem_type = GgufType::INT32;
+  auto add = [&](std::string text, int32_t kind) {
+    if (static_cast<int64_t>(tokens.strings.size()) >= n_vocab) return;
+    scores.f32.push_back(kind == 1 ? -static_cast<float>(tokens.strings.size()) : 0.0f);
+    tokens.strings.push_back(std::move(text));
+    types.i32.push_back(kind);
+  };
+  add("<unk>", 2);
+  add("<s>", 3);
+  add("</s>", 3);
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    add(buf, 6);
+  }
+  const std::string space = "\xe2\x96\x81";  // "▁"
+  for (char ch = 'a'; ch <= 'z'; ++ch) add(std::string(1, ch), 1);
+  for (char ch = 'a'; ch <= 'z'; ++ch) add(space + ch, 1);
+  for (const char* p : {".", ",", "!", "?", "'", "\"", ":", ";", "-"}) add(p, 1);
+  add(space, 1);
+  // Letter bigrams and trigrams, with and without the word-start marker, until the vocab is full.
+  for (int len = 2; len <= 4 && static_cast<int64_t>(tokens.strings.size()) < n_vocab; ++len) {
+    int64_t combos = 1;
+    for (int i = 0; i < len; ++i) combos *= 26;
+    for (int64_t c = 0; c < combos && static_cast<int64_t>(tokens.strings.size()) < n_vocab; ++c) {
+      std::string s;
+      for (int64_t v = c, i = 0; i < len; ++i, v /= 26) s.insert(s.begin(), static_cast<char>('a' + v % 26));
+      add(space + s, 1);
+      add(s, 1);
+    }
+  }
+  STRATA_CHECK(static_cast<int64_t>(tokens.strings.size()) == n_vocab);
+  md.set("tokenizer.ggml.model", GgufValue::of_string("llama"));
+  md.set("tokenizer.ggml.tokens", GgufValue::of_array(std::move(tokens)));
+  md.set("tokenizer.ggml.scores", GgufValue::of_array(std::move(scores)));
+  md.set("tokenizer.ggml.token_type", GgufValue::of_array(std::move(types)));
+  md.set("tokenizer.ggml.unknown_token_id", GgufValue::of_u32(0));
+  md.set("tokenizer.ggml.bos_token_id", GgufValue::of_u32(1));
+  md.set("tokenizer.ggml.eos_token_id", GgufValue::of_u32(2));
+  md.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(true));
+  md.set("tokenizer.ggml.add_eos_token", GgufValue::of_bool(false));
+}
+
+namespace {
+
+Metadata preset_metadata(const SynthPreset& p, TensorType type) {
+  Metadata md;
+  const std::string& a = p.arch;
+  md.set("general.architecture", GgufValue::of_string(a));
+  md.set("general.name", GgufValue::of_string("strata-synth-" + p.name));
+  md.set(a + ".context_length", GgufValue::of_u32(static_cast<uint32_t>(p.n_ctx)));
+  md.set(a + ".embedding_length", GgufValue::of_u32(static_cast<uint32_t>(p.n_embd)));
+  md.set(a + ".feed_forward_length", GgufValue::of_u32(static_cast<uint32_t>(p.n_ff)));
+  md.set(a + ".block_count", GgufValue::of_u32(static_cast<uint32_t>(p.n_layer)));
+  md.set(a + ".attention.head_count", GgufValue::of_u32(static_cast<uint32_t>(p.n_head)));
+  md.set(a + ".attention.head_count_kv", GgufValue::of_u32(static_cast<uint32_t>(p.n_head_kv)));
+  md.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::of_f32(1e-5f));
+  md.set(a + ".rope.freq_base", GgufValue::of_f32(p.rope_base));
+  md.set(a + ".rope.dimension_count", GgufValue::of_u32(static_cast<uint32_t>(p.n_embd / p.n_head)));
+  if (p.sliding_window > 0)
+    md.set(a + ".attention.sliding_window", GgufValue::of_u32(static_cast<uint32_t>(p.sliding_window)));
+  md.set(a + ".vocab_size", GgufValue::of_u32(static_cast<uint32_t>(p.n_vocab)));
+  md.set("general.file_type", GgufValue::of_u32(static_cast<uint32_t>(type)));
+  add_synthetic_vocab(md, p.n_vocab);
+  return md;
+}
+
+// Deterministic N(0, sigma) values for row `row` of tensor `tensor`, independent of threading.
+void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, int64_t row, float sigma) {
+  Rng rng(seed ^ (tensor * 0x9e3779b97f4a7c15ULL) ^ (static_cast<uint64_t>(row) * 0xd1b54a32d192ed03ULL));
+  for (int64_t i = 0; i < n; i += 2) {
+    const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
+    const double r = std::sqrt(-2.0 * std::log(u1)) * sigma;
+    out[i] = static_cast<float>(r * std::cos(2.0 * M_PI * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
+  }
+}
+
+}  // namespace
+
+void write_synthetic_model(const SynthPreset& p, const SynthOptions& o, const std::string& path,
+                           const std::function<void(size_t, size_t)>& progress) {
+  GgufWriter w;
+  w.set_metadata(preset_metadata(p, o.type));
+  ThreadPool pool(o.n_threads);
+  const int64_t head_dim = p.n_embd / p.n_head, n_q = p.n_head * head_dim, n_kv = p.n_head_kv * head_dim;
+  uint64_t tensor_index = 0;
+  auto ones = [&](const std::string& name, int64_t n) {
+    w.add_tensor(name, TensorType::F32, {n}, [n](void* dst, size_t) {
+      std::fill(static_cast<float*>(dst), static_cast<float*>(dst) + n, 1.0f);
+    });
+  };
+  auto matrix = [&](const std::string& name, int64_t n_out, int64_t n_in, float sigma) {
+    const TensorType type = fallback_type(o.type, n_in);
+    const uint64_t id = tensor_index++;
+    w.add_tensor(name, type, {n_in, n_out}, [=, &pool, &o](void* dst, size_t) {
+      std::vector<float> rows(static_cast<size_t>(n_in * n_out));
+      pool.parallel_for(n_out, 64, [&](int64_t b, int64_t e, int) {
+        for (int64_t r = b; r < e; ++r) fill_gaussian_row(rows.data() + r * n_in, n_in, o.seed, id, r, sigma);
+      });
+      quantize_rows(type, rows.data(), dst, n_out, n_in, nullptr, &pool);
+    });
+  };
+  auto bias = [&](const std::string& name, int64_t n) {
+    const uint64_t id = tensor_index++;
+    w.add_tensor(name, TensorType::F32, {n}, [=, &o](void* dst, size_t) {
+      fill_gaussian_row(static_cast<float*>(dst), n, o.seed, id, 0, 0.02f);
+    });
+  };
+  matrix("token_embd.weight", p.n_vocab, p.n_embd, 0.02f);
+  for (int64_t il = 0; il < p.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    ones(b + "attn_norm.weight", p.n_embd);
+    matrix(b + "attn_q.weight", n_q, p.n_embd, 0.02f);
+    matrix(b + "attn_k.weight", n_kv, p.n_embd, 0.02f);
+    matrix(b + "attn_v.weight", n_kv, p.n_embd, 0.02f);
+    if (p.arch == "qwen2") {
+      bias(b + "attn_q.bias", n_q);
+      bias(b + "attn_k.bias", n_kv);
+      bias(b + "attn_v.bias", n_kv);
+    }
+    matrix(b + "attn_output.weight", p.n_embd, n_q, 0.02f);
+    ones(b + "ffn_norm.weight", p.n_embd);
+    matrix(b + "ffn_gate.weight", p.n_ff, p.n_embd, 0.02f);
+    matrix(b + "ffn_up.weight", p.n_ff, p.n_embd, 0.02f);
+    matrix(b + "ffn_down.weight", p.n_embd, p.n_ff, 0.02f);
+  }
+  ones("output_norm.weight", p.n_embd);
+  matrix("output.weight", p.n_vocab, p.n_embd, 0.02f);
+  const size_t total = w.tensor_count();
+  w.write(path, [&](size_t i) {
+    if (progress) progress(i + 1, total);
+  });
+}
+
+}  // namespace strata

@@ -1,0 +1,122 @@
+// Dispatch from TensorType to the per-type codecs, row splitting across the thread pool, and the
+// fallback type for rows that do not fit a type's blocks.
+#include "quant/quantize.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "quant/codecs.h"
+
+namespace strata {
+namespace {
+
+struct Codec {
+  quant::DequantizeFn dequantize;
+  quant::QuantizeFn quantize;
+};
+
+Codec codec_for(TensorType type) {
+  using namespace quant;
+  switch (type) {
+    case TensorType::F32:
+      return {dequantize_f32, quantize_f32};
+    case TensorType::F16:
+      return {dequantize_f16, quantize_f16};
+    case TensorType::BF16:
+      return {dequantize_bf16, quantize_bf16};
+    case TensorType::Q4_0:
+      return {dequantize_q4_0, quantize_q4_0};
+    case TensorType::Q4_1:
+      return {dequantize_q4_1, quantize_q4_1};
+    case TensorType::Q5_0:
+      return {dequantize_q5_0, quantize_q5_0};
+    case TensorType::Q5_1:
+      return {dequantize_q5_1, quantize_q5_1};
+    case TensorType::Q8_0:
+      return {dequantize_q8_0, quantize_q8_0};
+    case TensorType::Q8_1:
+      return {dequantize_q8_1, quantize_q8_1};
+    case TensorType::Q2_K:
+      return {dequantize_q2_k, quantize_q2_k};
+    case TensorType::Q3_K:
+      return {dequantize_q3_k, quantize_q3_k};
+    case TensorType::Q4_K:
+      return {dequantize_q4_k, quantize_q4_k};
+    case TensorType::Q5_K:
+      return {dequantize_q5_k, quantize_q5_k};
+    case TensorType::Q6_K:
+      return {dequantize_q6_k, quantize_q6_k};
+    case TensorType::Q8_K:
+      return {dequantize_q8_k, quantize_q8_k};
+  }
+  STRATA_CHECK(false, "no codec for tensor type id ", static_cast<uint32_t>(type));
+}
+
+void check_row(TensorType type, int64_t n) {
+  const int64_t block = type_traits(type).block_size;
+  STRATA_CHECK(n >= 0 && n % block == 0, "row of ", n, " elements is not a whole number of ", type_name(type),
+               " blocks");
+}
+
+}  // namespace
+
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
+  check_row(type, n);
+  codec_for(type).dequantize(src, dst, n);
+}
+
+size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n, const float* importance) {
+  check_row(type, n);
+  codec_for(type).quantize(src, dst, n, importance);
+  return row_bytes(type, n);
+}
+
+size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                     const float* importance, ThreadPool* pool) {
+  check_row(type, n_per_row);
+  STRATA_CHECK(n_rows >= 0);
+  const size_t bytes_per_row = row_bytes(type, n_per_row);
+  const Codec codec = codec_for(type);
+  auto rows = [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r)
+      codec.quantize(src + r * n_per_row, static_cast<char*>(dst) + r * bytes_per_row, n_per_row, importance);
+  };
+  if (pool && pool->size() > 1 && n_rows > 1) {
+    // Chunks of roughly 64K elements: small enough to balance, large enough to amortise dispatch.
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, n_per_row));
+    pool->parallel_for(n_rows, grain, rows);
+  } else {
+    rows(0, n_rows, 0);
+  }
+  return static_cast<size_t>(n_rows) * bytes_per_row;
+}
+
+TensorType fallback_type(TensorType wanted, int64_t row_len) {
+  auto fits = [row_len](TensorType t) { return row_len % type_traits(t).block_size == 0; };
+  if (fits(wanted)) return wanted;
+  // llama.cpp's substitutes; Q2_K and Q3_K go to IQ4_NL there, which Strata does not have:
+  // Q4_0 has the same 4.5 bits per weight.
+  TensorType next = TensorType::F16;
+  switch (wanted) {
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+      next = TensorType::Q4_0;
+      break;
+    case TensorType::Q4_K:
+      next = TensorType::Q5_0;
+      break;
+    case TensorType::Q5_K:
+      next = TensorType::Q5_1;
+      break;
+    case TensorType::Q6_K:
+    case TensorType::Q8_K:
+      next = TensorType::Q8_0;
+      break;
+    default:
+      break;
+  }
+  return fits(next) ? next : TensorType::F16;
+}
+
+}  // namespace strata

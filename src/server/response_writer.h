@@ -1,0 +1,69 @@
+// OpenAI's response objects for one generation request: the whole answer (non-streaming) or
+// its SSE chunks (streaming), with usage and logprobs in the endpoint's format.
+//
+// Completions: {"id": "cmpl-...", "object": "text_completion", "created", "model",
+//   "choices": [{"index", "text", "logprobs": null | {tokens, token_logprobs, top_logprobs,
+//   text_offset}, "finish_reason"}], "usage"}; stream chunks have the same shape.
+// Chat: {"id": "chatcmpl-...", "object": "chat.completion", ..., "choices": [{"index",
+//   "message": {"role", "content"}, "logprobs": null | {"content": [{token, logprob, bytes,
+//   top_logprobs}]}, "finish_reason"}], "usage"}; chunks are "chat.completion.chunk" with a
+//   "delta" instead of "message", the role in the first one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/generation_request.h"
+
+namespace strata::server {
+
+class ResponseWriter {
+ public:
+  ResponseWriter(const GenerationRequest& req, const Tokenizer& tok, std::string model_name);
+
+  // Non-streaming: record an event of choice `index`, then render the whole answer.
+  void add(int32_t index, const EngineEvent& ev);
+  std::string body(const Usage& usage) const;
+
+  // Streaming: the JSON of each SSE `data:` line.
+  // Chunks sent before any token: chat's role delta per choice, completions' echoed prompt.
+  std::vector<std::string> opening_chunks() const;
+  // The chunk for an event, or "" when it carries nothing to send.
+  std::string chunk(int32_t index, const EngineEvent& ev);
+  // The final usage chunk (stream_options.include_usage): empty choices.
+  std::string usage_chunk(const Usage& usage) const;
+
+  const std::string& id() const { return id_; }
+
+ private:
+  struct Choice {
+    std::string text;
+    FinishReason finish = FinishReason::None;
+    ChatJson logprobs;       // accumulated, in the endpoint's format (null when not asked for)
+    int64_t text_chars = 0;  // code points of the choice's text so far (legacy text_offset)
+  };
+
+  ChatJson envelope(bool chunk) const;
+  // The logprobs of one event's tokens; advances text_chars (legacy text_offset).
+  ChatJson logprobs_of(int64_t& text_chars, const std::vector<TokenOutput>& tokens) const;
+  void append_logprobs(Choice& choice, const ChatJson& part) const;
+  ChatJson usage_json(const Usage& usage) const;
+
+  const GenerationRequest& req_;
+  const Tokenizer& tok_;
+  std::string model_name_;
+  std::string id_;
+  int64_t created_;
+  std::vector<Choice> choices_;
+};
+
+// OpenAI's finish_reason string ("stop", "length"), null for unfinished.
+ChatJson finish_reason_json(FinishReason r);
+// A JSON value as one line; invalid UTF-8 from partial tokens becomes U+FFFD.
+std::string dump_json(const ChatJson& j);
+// Unicode code points in UTF-8 text (continuation bytes are not counted).
+int64_t count_code_points(const std::string& s);
+
+}  // namespace strata::server

@@ -1,0 +1,134 @@
+// Shared helpers of the kernel and matmul tests: random weights of every type, the
+// double-precision reference built from quant/quantize.h's dequantize_row, and the error bound
+// the tests allow.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/tensor_type.h"
+#include "quant/quantize.h"
+
+namespace strata::cpu::testing {
+
+inline const std::vector<TensorType>& legacy_and_float_types() {
+  static const std::vector<TensorType> types = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
+                                                TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+                                                TensorType::Q5_1, TensorType::Q8_0};
+  return types;
+}
+
+inline bool is_float_type(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+}
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(gen);
+  return v;
+}
+
+// n_rows rows of `type` with n elements each, `stride` bytes apart, written at dst. Legacy
+// quantized blocks are random bytes (every bit pattern is a valid block) with random finite fp16
+// scales (and mins); K-quant rows are quantized normal values; float rows are normal values.
+inline void fill_random_rows(TensorType type, int64_t n, int64_t n_rows, size_t stride, uint8_t* dst,
+                             uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const TypeTraits& tt = type_traits(type);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    uint8_t* row = dst + static_cast<size_t>(r) * stride;
+    if (!tt.quantized) {
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = nd(gen);
+        if (type == TensorType::F32) std::memcpy(row + 4 * i, &v, 4);
+        const uint16_t h = type == TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+        if (type != TensorType::F32) std::memcpy(row + 2 * i, &h, 2);
+      }
+      continue;
+    }
+    if (tt.block_size != 32) {  // K-quants: scales sit mid-block; quantize real values instead
+      std::vector<float> v(static_cast<size_t>(n));
+      for (auto& x : v) x = nd(gen);
+      quantize_row(type, v.data(), row, n);
+      continue;
+    }
+    for (size_t i = 0; i < row_bytes(type, n); ++i) row[i] = static_cast<uint8_t>(byte(gen));
+    // Every legacy block starts with d (and, for Q4_1/Q5_1, m) as fp16: make them finite.
+    const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
+    for (int64_t b = 0; b < n / tt.block_size; ++b) {
+      uint8_t* blk = row + static_cast<size_t>(b) * tt.block_bytes;
+      const fp16_t d = f32_to_fp16(scale(gen)), m = f32_to_fp16(scale(gen) * 8.0f);
+      std::memcpy(blk, &d, 2);
+      if (has_min) std::memcpy(blk + 2, &m, 2);
+    }
+  }
+}
+
+inline std::vector<double> dequantized(TensorType type, const uint8_t* row, int64_t n) {
+  std::vector<float> f(static_cast<size_t>(n));
+  dequantize_row(type, row, f.data(), n);
+  return {f.begin(), f.end()};
+}
+
+// Exact dot product of two dequantized rows and the sum of |products| it is measured against.
+struct RefDot {
+  double value = 0.0;
+  double abs_sum = 0.0;
+};
+
+inline RefDot ref_dot(const std::vector<double>& w, const std::vector<double>& a) {
+  RefDot r;
+  for (size_t i = 0; i < w.size(); ++i) {
+    r.value += w[i] * a[i];
+    r.abs_sum += std::fabs(w[i] * a[i]);
+  }
+  return r;
+}
+
+// The exact value the kernels approximate for weight row w (type wtype) and activation row a
+// (type atype), from dequantize_row. Q8_1 activations carry s = fp16(d * sum(q)) as llama.cpp's;
+// the Q4_1/Q5_1 kernels multiply the weights' min by that stored s, so the reference does too.
+inline RefDot ref_dot_rows(TensorType wtype, const uint8_t* w, TensorType atype, const uint8_t* a,
+                           int64_t n) {
+  const std::vector<double> wd = dequantized(wtype, w, n), ad = dequantized(atype, a, n);
+  RefDot r = ref_dot(wd, ad);
+  if (atype == TensorType::Q8_1) {
+    const size_t wbytes = type_traits(wtype).block_bytes, abytes = type_traits(atype).block_bytes;
+    for (int64_t b = 0; b < n / 32; ++b) {
+      fp16_t mh, sh;
+      std::memcpy(&mh, w + b * wbytes + 2, 2);  // Q4_1 / Q5_1: d, then m
+      std::memcpy(&sh, a + b * abytes + 2, 2);  // Q8_1: d, then s
+      double sum_a = 0.0;
+      for (int64_t i = 32 * b; i < 32 * (b + 1); ++i) sum_a += ad[static_cast<size_t>(i)];
+      const double m = fp16_to_f32(mh), s = fp16_to_f32(sh);
+      r.value += m * (s - sum_a);
+      r.abs_sum += std::fabs(m * s);
+    }
+  }
+  return r;
+}
+
+// Error allowed between a float-accumulated dot product and the exact one: each of `terms`
+// float additions (32-element block contributions, or single products for float types) and the
+// few roundings per term may each lose half an ulp of a partial sum bounded by abs_sum; two
+// such computations (kernel and reference) may err in opposite directions.
+inline double dot_tolerance(int64_t terms, double abs_sum) {
+  return (2.0 * static_cast<double>(terms) + 8.0) * FLT_EPSILON * abs_sum + 1e-30;
+}
+
+// Terms of the float accumulation for a row of n elements of `type`.
+inline int64_t accumulation_terms(TensorType type, int64_t n) {
+  return type_traits(type).quantized ? n / type_traits(type).block_size * 2 : n;
+}
+
+}  // namespace strata::cpu::testing

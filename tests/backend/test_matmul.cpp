@@ -1,0 +1,210 @@
+// matmul() against the double-precision reference built from dequantize_row, for every type,
+// ISA level, layout, thread count and awkward batch sizes; bad input; STRATA_ISA forcing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/packed_kernels.h"
+#include "common/fixtures.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "test_kernels_util.h"
+
+namespace strata::cpu {
+namespace {
+
+using testing::dot_tolerance;
+using testing::fill_random_rows;
+using testing::random_floats;
+using testing::ref_dot_rows;
+
+// Restores the ISA level a test changed.
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(isa_level()) {}
+  ~IsaGuard() { set_isa_level(saved_); }
+
+ private:
+  IsaLevel saved_;
+};
+
+// Float accumulation terms of one output: blocks of 32 (legacy), sub-blocks of 16 (K-quants),
+// elements (float types); two roundings each.
+int64_t terms(TensorType t, int64_t n) {
+  if (testing::is_float_type(t)) return n;
+  return 2 * n / (type_traits(t).block_size == 32 ? 32 : 16);
+}
+
+// Checks y ([n_tokens, n_out]) = w ([n_out, n_in] rows of wt) x ([n_tokens, n_in]).
+void expect_matmul_close(TensorType wt, const std::vector<uint8_t>& w, const std::vector<float>& x,
+                         const std::vector<float>& y, int64_t n_in, int64_t n_out, int64_t n_tokens,
+                         const std::string& what) {
+  const TypeKernels& ref = type_kernels(wt, IsaLevel::Scalar);
+  const size_t wrow = row_bytes(wt, n_in);
+  std::vector<uint8_t> act(row_bytes(ref.vec_dot_type, n_in));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    ref.from_float(x.data() + t * n_in, act.data(), n_in);
+    for (int64_t o = 0; o < n_out; ++o) {
+      const auto exact = ref_dot_rows(wt, w.data() + o * wrow, ref.vec_dot_type, act.data(), n_in);
+      ASSERT_NEAR(y[static_cast<size_t>(t * n_out + o)], exact.value,
+                  dot_tolerance(terms(wt, n_in), exact.abs_sum))
+          << what << " token " << t << " row " << o;
+    }
+  }
+}
+
+struct MatmulCase {
+  TensorType type;
+  IsaLevel isa;
+  PackLayout layout;
+};
+
+std::vector<MatmulCase> matmul_cases() {
+  std::vector<MatmulCase> cases;
+  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,
+                              TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                              TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                              TensorType::Q6_K};
+  for (TensorType t : types)
+    for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
+      cases.push_back({t, isa, PackLayout::Rows});
+      if (packable_type(t)) cases.push_back({t, isa, PackLayout::Interleaved});
+    }
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<MatmulCase>& info) {
+  return std::string(type_name(info.param.type)) + "_" + isa_name(info.param.isa) +
+         (info.param.layout == PackLayout::Interleaved ? "_interleaved" : "_rows");
+}
+
+class Matmul : public ::testing::TestWithParam<MatmulCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().isa > max_supported_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam().isa);
+    if (!has_type_kernels(GetParam().type)) GTEST_SKIP() << "no kernels for " << type_name(GetParam().type);
+  }
+  IsaGuard guard_;
+};
+
+TEST_P(Matmul, MatchesDoubleReferenceForAwkwardShapes) {
+  const auto [wt, isa, layout] = GetParam();
+  set_isa_level(isa);
+  const int64_t n_in = 256;
+  ThreadPool pool2(2), pool3(3);
+  for (int64_t n_out : {int64_t{37}, int64_t{5}}) {
+    std::vector<uint8_t> w(row_bytes(wt, n_in) * static_cast<size_t>(n_out));
+    fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), 17 + static_cast<uint32_t>(n_out));
+    auto pm = pack_matrix(wt, n_in, n_out, w.data(), layout);
+    ASSERT_EQ(pm->interleaved(), layout == PackLayout::Interleaved);
+    for (int64_t n_tokens : {1, 2, 7, 64, 100}) {
+      const std::vector<float> x =
+          random_floats(static_cast<size_t>(n_in * n_tokens), 3 + static_cast<uint32_t>(n_tokens));
+      std::vector<float> y(static_cast<size_t>(n_out * n_tokens), -1.0f);
+      matmul(n_tokens == 7 ? pool3 : pool2, *pm, x.data(), y.data(), n_tokens);
+      expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens,
+                          "n_out " + std::to_string(n_out) + " n_tokens " + std::to_string(n_tokens));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, Matmul, ::testing::ValuesIn(matmul_cases()), case_name);
+
+// A problem big enough for several cache chunks and token panels per thread.
+TEST(MatmulLarge, Q4_0ManyChunksAndPanels) {
+  const TensorType wt = TensorType::Q4_0;
+  const int64_t n_in = 2048, n_out = 333, n_tokens = 40;
+  std::vector<uint8_t> w(row_bytes(wt, n_in) * n_out);
+  fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), 77);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 78);
+  ThreadPool pool(2);
+  for (PackLayout layout : {PackLayout::Auto, PackLayout::Rows}) {
+    auto pm = pack_matrix(wt, n_in, n_out, w.data(), layout);
+    std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
+    matmul(pool, *pm, x.data(), y.data(), n_tokens);
+    expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens, pm->interleaved() ? "interleaved" : "rows");
+  }
+}
+
+TEST(MatmulInput, RejectsBadShapesCleanly) {
+  std::vector<uint8_t> w(1024);
+  EXPECT_THROW(pack_matrix(TensorType::Q4_0, 33, 4, w.data()), Error);  // not whole blocks
+  EXPECT_THROW(pack_matrix(TensorType::Q4_K, 32, 4, w.data()), Error);
+  EXPECT_THROW(pack_matrix(TensorType::F32, 0, 4, w.data()), Error);
+  EXPECT_THROW(pack_matrix(TensorType::F32, 4, 0, w.data()), Error);
+  EXPECT_THROW(pack_matrix(TensorType::F16, 32, 4, w.data(), PackLayout::Interleaved), Error);
+  EXPECT_THROW(pack_matrix(TensorType::Q8_1, 32, 4, w.data()), Error);  // activation-only type
+}
+
+TEST(MatmulInput, ZeroTokensWritesNothing) {
+  std::vector<uint8_t> w(row_bytes(TensorType::Q8_0, 64) * 3);
+  fill_random_rows(TensorType::Q8_0, 64, 3, row_bytes(TensorType::Q8_0, 64), w.data(), 1);
+  auto pm = pack_matrix(TensorType::Q8_0, 64, 3, w.data());
+  ThreadPool pool(2);
+  float y = 42.0f;
+  matmul(pool, *pm, nullptr, &y, 0);
+  EXPECT_EQ(y, 42.0f);
+}
+
+TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
+  for (TensorType t :
+       {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0}) {
+    const int64_t n_in = 128, n_out = 64;
+    std::vector<uint8_t> w(row_bytes(t, n_in) * n_out);
+    auto pm = pack_matrix(t, n_in, n_out, w.data(), PackLayout::Interleaved);
+    EXPECT_EQ(pm->owned_bytes(), w.size()) << type_name(t);
+    EXPECT_EQ(pm->weight_bytes(), w.size());
+    EXPECT_EQ(pack_matrix(t, n_in, n_out, w.data(), PackLayout::Rows)->owned_bytes(), 0u);
+  }
+}
+
+// STRATA_ISA is read once per process, so each level runs this binary again with the variable
+// set and only the (otherwise disabled) probe below, which checks the level, the kernels it
+// resolves to and a matmul.
+TEST(MatmulIsaEnv, ForcedLevelIsHonoured) {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(len, 0);
+  self[len] = '\0';
+  for (const char* level : {"scalar", "avx2", "avx512"}) {
+    const auto r =
+        strata::test::run_command({"/usr/bin/env", std::string("STRATA_ISA=") + level, self,
+                                   "--gtest_filter=MatmulIsaEnvProbe.*", "--gtest_also_run_disabled_tests"});
+    EXPECT_EQ(r.exit_code, 0) << level << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << level << "\n" << r.out;
+    EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << level << "\n" << r.out;
+  }
+}
+
+TEST(MatmulIsaEnvProbe, DISABLED_LevelFromEnvironment) {
+  const char* env = std::getenv("STRATA_ISA");
+  ASSERT_NE(env, nullptr) << "run by MatmulIsaEnv with STRATA_ISA set";
+  const std::string want = env;
+  IsaLevel level = want == "scalar" ? IsaLevel::Scalar : want == "avx2" ? IsaLevel::Avx2 : IsaLevel::Avx512;
+  if (level > max_supported_isa()) level = max_supported_isa();
+  ASSERT_EQ(isa_level(), level);
+  const TypeKernels* expect[] = {&q4_0_kernels_scalar(), nullptr, nullptr};
+  if (level >= IsaLevel::Avx2) expect[1] = &q4_0_kernels_avx2();
+  if (level >= IsaLevel::Avx512) expect[2] = &q4_0_kernels_avx512();
+  EXPECT_EQ(&type_kernels(TensorType::Q4_0), expect[static_cast<int>(level)]);
+  // Auto packing interleaves exactly when the AVX-512 kernel of that layout is usable.
+  const int64_t n_in = 96, n_out = 21, n_tokens = 3;
+  std::vector<uint8_t> w(row_bytes(TensorType::Q4_0, n_in) * n_out);
+  fill_random_rows(TensorType::Q4_0, n_in, n_out, row_bytes(TensorType::Q4_0, n_in), w.data(), 5);
+  auto pm = pack_matrix(TensorType::Q4_0, n_in, n_out, w.data());
+  EXPECT_EQ(pm->interleaved(), level == IsaLevel::Avx512);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 6);
+  std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
+  ThreadPool pool(2);
+  matmul(pool, *pm, x.data(), y.data(), n_tokens);
+  expect_matmul_close(TensorType::Q4_0, w, x, y, n_in, n_out, n_tokens, "env " + want);
+}
+
+}  // namespace
+}  // namespace strata::cpu

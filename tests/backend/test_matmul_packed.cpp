@@ -1,0 +1,159 @@
+// The interleaved layout (packed_kernels.h): repacking, its activation quantizer and its
+// kernels, against the row-layout scalar references.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_kernels.h"
+#include "quant/blocks.h"
+#include "test_kernels_util.h"
+
+namespace strata::cpu {
+namespace {
+
+using testing::dot_tolerance;
+using testing::fill_random_rows;
+using testing::random_floats;
+using testing::ref_dot_rows;
+
+// Weights [n_out, nb * 32] of one type, their interleaved copy, and kPackCols tokens of
+// activations in both the row format (Q8_0 / Q8_1 rows) and the packed tile format.
+struct Problem {
+  TensorType type;
+  int64_t n_in, n_out, n_groups;
+  std::vector<uint8_t> rows, packed;
+  std::vector<float> x;                 // [kPackCols, n_in]
+  std::vector<uint8_t> act_rows;        // [kPackCols] rows of the vec_dot_type
+  std::vector<int8_t> act_qs;           // one tile
+  std::vector<PackedActMeta> act_meta;  // one tile
+
+  Problem(TensorType t, int64_t nb, int64_t n_out_, uint32_t seed)
+      : type(t), n_in(nb * 32), n_out(n_out_), n_groups((n_out_ + kPackRows - 1) / kPackRows) {
+    const size_t rb = row_bytes(t, n_in);
+    rows.resize(rb * static_cast<size_t>(n_out));
+    fill_random_rows(t, n_in, n_out, rb, rows.data(), seed);
+    packed.resize(packed_block_bytes(t) * static_cast<size_t>(nb * n_groups));
+    for (int64_t g = 0; g < n_groups; ++g)
+      repack_group(t, rows.data(), rb, n_out, g, nb, packed.data() + g * nb * packed_block_bytes(t));
+    x = random_floats(static_cast<size_t>(kPackCols * n_in), seed + 1, 2.0f);
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.0f;  // a zero block (d = 0)
+    const TypeKernels& k = type_kernels(t, IsaLevel::Scalar);
+    const size_t ab = row_bytes(k.vec_dot_type, n_in);
+    act_rows.resize(ab * kPackCols);
+    act_qs.resize(static_cast<size_t>(nb) * kPackCols * 32);
+    act_meta.resize(static_cast<size_t>(nb) * kPackCols);
+    for (int c = 0; c < kPackCols; ++c) {
+      k.from_float(x.data() + c * n_in, act_rows.data() + c * ab, n_in);
+      quantize_packed_act_scalar(x.data() + c * n_in, nb, packed_zero_point(t), act_qs.data() + c * 32,
+                                 kPackCols * 32, act_meta.data() + c, kPackCols);
+    }
+  }
+  int64_t nb() const { return n_in / 32; }
+  const uint8_t* group(int64_t g) const { return packed.data() + g * nb() * packed_block_bytes(type); }
+  PackedActTile tile() const { return {act_qs.data(), act_meta.data()}; }
+  const uint8_t* row(int64_t o) const { return rows.data() + o * row_bytes(type, n_in); }
+  const uint8_t* act_row(int c) const {
+    return act_rows.data() + c * row_bytes(type_kernels(type, IsaLevel::Scalar).vec_dot_type, n_in);
+  }
+};
+
+class Packed : public ::testing::TestWithParam<TensorType> {};
+
+// The scalar kernel of the interleaved layout computes exactly the row kernels' expression.
+TEST_P(Packed, ScalarKernelEqualsRowKernelBitForBit) {
+  const Problem p(GetParam(), 5, 2 * kPackRows + 7, 31);
+  const TypeKernels& k = type_kernels(p.type, IsaLevel::Scalar);
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, p.n_out - g * kPackRows));
+    std::vector<float> y(kPackCols * kPackRows);
+    packed_gemm_scalar(p.type, p.group(g), p.nb(), p.tile(), kPackCols, y.data(), kPackRows, n_rows);
+    for (int c = 0; c < kPackCols; ++c)
+      for (int r = 0; r < n_rows; ++r)
+        ASSERT_EQ(y[c * kPackRows + r], k.vec_dot(p.n_in, p.row(g * kPackRows + r), p.act_row(c)))
+            << "group " << g << " row " << r << " token " << c;
+  }
+}
+
+TEST_P(Packed, ActivationQuantizerMatchesRowQuantizer) {
+  const Problem p(GetParam(), 33, 1, 7);
+  const bool q8_1 = type_kernels(p.type, IsaLevel::Scalar).vec_dot_type == TensorType::Q8_1;
+  const size_t block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+  const size_t qs_off = q8_1 ? offsetof(BlockQ8_1, qs) : offsetof(BlockQ8_0, qs);
+  for (int c = 0; c < kPackCols; ++c)
+    for (int64_t b = 0; b < p.nb(); ++b) {
+      const uint8_t* rb = p.act_row(c) + b * block;
+      const PackedActMeta& m = p.act_meta[static_cast<size_t>(b * kPackCols + c)];
+      fp16_t d, s;
+      std::memcpy(&d, rb, 2);
+      ASSERT_EQ(m.d, fp16_to_f32(d));
+      ASSERT_EQ(std::memcmp(p.act_qs.data() + (b * kPackCols + c) * 32, rb + qs_off, 32), 0);
+      int sum = 0;
+      for (int j = 0; j < 32; ++j) sum += static_cast<int8_t>(rb[qs_off + j]);
+      if (q8_1) {
+        std::memcpy(&s, rb + offsetof(BlockQ8_1, s), 2);
+        ASSERT_EQ(std::bit_cast<float>(m.extra), fp16_to_f32(s));
+      } else {
+        ASSERT_EQ(m.extra, -packed_zero_point(p.type) * sum);
+      }
+    }
+}
+
+TEST_P(Packed, Avx512ActivationQuantizerIsBitIdentical) {
+  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  const Problem p(GetParam(), 33, 1, 8);
+  std::vector<int8_t> qs(p.act_qs.size());
+  std::vector<PackedActMeta> meta(p.act_meta.size());
+  for (int c = 0; c < kPackCols; ++c)
+    quantize_packed_act_avx512(p.x.data() + c * p.n_in, p.nb(), packed_zero_point(p.type), qs.data() + c * 32,
+                               kPackCols * 32, meta.data() + c, kPackCols);
+  EXPECT_EQ(qs, p.act_qs);
+  EXPECT_EQ(std::memcmp(meta.data(), p.act_meta.data(), meta.size() * sizeof(PackedActMeta)), 0);
+}
+
+// Every token count 1..12 and row count 1..16 (the last group's); rows past n_rows untouched.
+TEST_P(Packed, Avx512KernelMatchesScalarForAllShapes) {
+  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  const Problem p(GetParam(), 9, kPackRows, 12);
+  const TensorType at = type_kernels(p.type, IsaLevel::Scalar).vec_dot_type;
+  std::vector<float> ref(kPackCols * kPackRows);
+  packed_gemm_scalar(p.type, p.group(0), p.nb(), p.tile(), kPackCols, ref.data(), kPackRows, kPackRows);
+  for (int nc = 1; nc <= kPackCols; ++nc)
+    for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
+      const size_t ys = kPackRows + 3;
+      std::vector<float> y(ys * kPackCols, -777.0f);
+      packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), nc, y.data(), ys, n_rows);
+      for (int c = 0; c < kPackCols; ++c)
+        for (int r = 0; r < static_cast<int>(ys); ++r) {
+          if (c >= nc || r >= n_rows) {
+            ASSERT_EQ(y[c * ys + r], -777.0f) << nc << " tokens, " << n_rows << " rows";
+            continue;
+          }
+          const auto exact = ref_dot_rows(p.type, p.row(r), at, p.act_row(c), p.n_in);
+          ASSERT_NEAR(y[c * ys + r], ref[c * kPackRows + r], dot_tolerance(2 * p.nb(), exact.abs_sum))
+              << nc << " tokens, " << n_rows << " rows: element " << r << "," << c;
+        }
+    }
+}
+
+// Batch invariance (kernels.h): a token's outputs have the same bits in a tile of 1 or of 12.
+TEST_P(Packed, Avx512TokenCountDoesNotChangeResultBits) {
+  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  const Problem p(GetParam(), 17, kPackRows, 13);
+  std::vector<float> full(kPackCols * kPackRows), one(kPackRows);
+  packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), kPackCols, full.data(), kPackRows, kPackRows);
+  packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
+  EXPECT_EQ(std::memcmp(one.data(), full.data(), sizeof(float) * kPackRows), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed,
+                         ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+                                           TensorType::Q5_1, TensorType::Q8_0),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+}  // namespace
+}  // namespace strata::cpu
