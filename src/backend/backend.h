@@ -35,6 +35,8 @@ class BackendMatrix {
   virtual int64_t n_out() const = 0;
   // Bytes read per full pass over the weights (for bandwidth accounting).
   virtual size_t weight_bytes() const = 0;
+  // Bytes of this backend's own copy of the weights (0 when it reads the source in place).
+  virtual size_t owned_bytes() const = 0;
 };
 
 enum class RopeStyle {

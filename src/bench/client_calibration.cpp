@@ -39,6 +39,7 @@ CalibrationRow run_scenario(int64_t concurrency, double ttft_s, double itl_s, in
   int64_t chunks = 0;
   for (const RequestRecord& r : result.records) chunks += r.content_chunks;
   row.chunks_per_s = result.duration_s > 0 ? static_cast<double>(chunks) / result.duration_s : 0.0;
+  row.cpu_us_per_chunk = chunks > 0 ? result.overhead.cpu_s * 1e6 / static_cast<double>(chunks) : 0.0;
   row.failed = m.failed;
   row.overhead = result.overhead;
   return row;
@@ -58,9 +59,9 @@ std::vector<CalibrationRow> calibrate_client(const std::vector<int64_t>& levels,
 void print_calibration(std::ostream& out, const std::vector<CalibrationRow>& rows) {
   out << "Client calibration against the in-process fake server (loopback, known token times)\n";
   char buf[300];
-  std::snprintf(buf, sizeof buf, "%5s %9s %9s %9s %9s %9s %10s %11s %9s %9s %6s\n", "conc", "itl_set",
+  std::snprintf(buf, sizeof buf, "%5s %9s %9s %9s %9s %9s %10s %11s %9s %9s %8s %6s\n", "conc", "itl_set",
                 "itl_mean", "itl_p50", "itl_p99", "ttft_set", "ttft_p50", "chunks/s", "read_us", "read_p99",
-                "failed");
+                "cpu_us", "failed");
   out << buf;
   for (const CalibrationRow& r : rows) {
     auto ms = [](double v) {
@@ -69,15 +70,16 @@ void print_calibration(std::ostream& out, const std::vector<CalibrationRow>& row
       return std::string(b);
     };
     const std::string set = r.nominal_itl_ms > 0 ? ms(r.nominal_itl_ms) : "asap";
-    std::snprintf(buf, sizeof buf, "%5lld %9s %9s %9s %9s %9s %10s %11.0f %9.2f %9.2f %6lld\n",
+    std::snprintf(buf, sizeof buf, "%5lld %9s %9s %9s %9s %9s %10s %11.0f %9.2f %9.2f %8.2f %6lld\n",
                   static_cast<long long>(r.concurrency), set.c_str(), ms(r.itl_ms.mean).c_str(),
                   ms(r.itl_ms.median).c_str(), ms(r.itl_ms.p99).c_str(), ms(r.nominal_ttft_ms).c_str(),
                   ms(r.ttft_ms.median).c_str(), r.chunks_per_s, r.overhead.mean_us, r.overhead.p99_us,
-                  static_cast<long long>(r.failed));
+                  r.cpu_us_per_chunk, static_cast<long long>(r.failed));
     out << buf;
   }
   out << "(ms unless noted; itl_set/ttft_set are the server's true spacing; read_us is the client's\n"
-         " processing time per socket read: a timestamp of another stream is late by about that much)\n";
+         " wall time per socket read: a timestamp of another stream is late by about that much;\n"
+         " cpu_us is the client thread's CPU time per content chunk, independent of other load)\n";
 }
 
 }  // namespace strata::bench

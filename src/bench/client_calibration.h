@@ -19,9 +19,10 @@ struct CalibrationRow {
   int64_t concurrency = 1;
   double nominal_itl_ms = 0.0;  // 0: as fast as possible
   double nominal_ttft_ms = 0.0;
-  Distribution itl_ms;        // measured
-  Distribution ttft_ms;       // measured
-  double chunks_per_s = 0.0;  // content chunks received per second of the run
+  Distribution itl_ms;            // measured
+  Distribution ttft_ms;           // measured
+  double chunks_per_s = 0.0;      // content chunks received per second of the run
+  double cpu_us_per_chunk = 0.0;  // the client's CPU time per content chunk
   int64_t failed = 0;
   ClientOverhead overhead;
 };

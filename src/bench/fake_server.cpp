@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "bench/thread_latency.h"
 #include "core/check.h"
 
 namespace strata::bench {
@@ -218,6 +219,7 @@ void FakeOpenAiServer::accept_loop() {
 }
 
 void FakeOpenAiServer::serve(int fd) {
+  request_short_time_slice();  // tokens leave on time even when the cores are busy
   std::string method, path, body;
   if (read_request(fd, method, path, body)) {
     const double received_s = now_s();

@@ -55,6 +55,8 @@ class FakeOpenAiServer {
   FakeOpenAiServer& operator=(const FakeOpenAiServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // t = 0 of the times below.
+  std::chrono::steady_clock::time_point start_time() const { return start_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
   // Seconds since the server started at which each generation request had been read, in

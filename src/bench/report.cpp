@@ -143,7 +143,8 @@ json run_json(const BenchRun& run, const BenchServeOptions& options, bool detail
              {{"mean", run.load.overhead.mean_us},
               {"p99", run.load.overhead.p99_us},
               {"max", run.load.overhead.max_us},
-              {"reads", run.load.overhead.reads}}}};
+              {"reads", run.load.overhead.reads},
+              {"cpu_s", run.load.overhead.cpu_s}}}};
   if (m.goodput) {
     j["goodput"] = *m.goodput;
     j["good_requests"] = m.good_requests;
@@ -212,8 +213,14 @@ void print_run_report(std::ostream& out, const BenchRun& run, const BenchServeRe
   }
   out << "--------------------------------------------------\n";
   const ClientOverhead& o = run.load.overhead;
+  int64_t chunks = 0;
+  for (const RequestRecord& r : run.load.records) chunks += r.content_chunks;
   out << "Client overhead per read (us): mean " << fmt("%.1f", o.mean_us) << ", p99 " << fmt("%.1f", o.p99_us)
       << ", max " << fmt("%.1f", o.max_us) << " over " << o.reads << " reads\n";
+  out << "Client CPU time: " << fmt("%.3f", o.cpu_s) << " s";
+  if (chunks > 0)
+    out << ", " << fmt("%.2f", o.cpu_s * 1e6 / static_cast<double>(chunks)) << " us per content chunk";
+  out << "\n";
   out << "==================================================\n";
 }
 

@@ -9,6 +9,7 @@
 // a client that opens a fresh connection). Plain http:// only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -58,12 +59,16 @@ struct LoadOptions {
 // late by at most about this much.
 struct ClientOverhead {
   int64_t reads = 0;
-  double mean_us = 0.0, p99_us = 0.0, max_us = 0.0;
+  double mean_us = 0.0, p99_us = 0.0, max_us = 0.0;  // wall time per read (includes preemption)
+  // CPU time of the event-loop thread over the whole run: unlike the wall times above it does
+  // not grow when other processes share the cores.
+  double cpu_s = 0.0;
 };
 
 struct LoadResult {
-  std::vector<RequestRecord> records;  // in request order
-  double duration_s = 0.0;             // start of the run -> last request finished
+  std::chrono::steady_clock::time_point start;  // t = 0 of the run (RequestRecord::sent_s etc.)
+  std::vector<RequestRecord> records;           // in request order
+  double duration_s = 0.0;                      // start of the run -> last request finished
   int64_t peak_in_flight = 0;
   ClientOverhead overhead;
 };

@@ -21,6 +21,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Tells the kernel the whole pages of [p, p + n) inside the mapping will not be read soon, so
+  // they leave the resident set (e.g. weights whose repacked copy is used instead). Reading them
+  // later faults them back in from the file. No-op for ranges outside the mapping.
+  void drop_pages(const void* p, size_t n) const;
 
  private:
   void reset();

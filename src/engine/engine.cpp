@@ -113,6 +113,7 @@ Engine::Impl::Impl(Engine& e, Model& m, const EngineConfig& cfg) : engine(e), mo
   log_info("KV cache: ", n_blocks, " blocks of ", g.block_size, " tokens (", kv_storage->bytes() >> 20, " MiB, ",
            std::string(type_name(g.type)), "), prefix caching ", cfg.prefix_caching ? "on" : "off",
            ", max model length ", max_len);
+  update_stats();
 }
 
 Engine::Engine(Model& model, const EngineConfig& config) : model_(model), config_(config) {

@@ -35,6 +35,7 @@ class GgufFile : public ModelFile {
   uint64_t alignment() const { return alignment_; }
   // Byte offset of the tensor data section in the file (TensorInfo::file_offset is relative to it).
   uint64_t data_offset() const { return data_offset_; }
+  void drop_tensor_pages(const TensorInfo& t) const override { map_.drop_pages(t.data, t.nbytes); }
 
  private:
   GgufFile() = default;

@@ -46,6 +46,9 @@ class ModelFile {
   const TensorInfo* find_tensor(std::string_view name) const;
   // Total bytes of tensor data.
   size_t tensor_bytes() const;
+  // The tensor's data is no longer needed in memory (a backend made its own copy): mapped file
+  // pages are released from the resident set; they are read back from the file if used again.
+  virtual void drop_tensor_pages(const TensorInfo& t) const { (void)t; }
 
  protected:
   ModelFormat format_ = ModelFormat::Gguf;

@@ -77,8 +77,14 @@ void Model::bind_weights() {
     dequantize_row(t.type, t.data, static_cast<float*>(buf->data()), n);
     return buf;
   };
+  // A backend that made its own copy no longer needs the file's pages: keep RSS ~ one copy.
+  auto prepared = [&](const TensorInfo& t) {
+    auto m = backend_.prepare_matrix(t);
+    if (m->owned_bytes() > 0) f.drop_tensor_pages(t);
+    return m;
+  };
   auto mat = [&](const std::string& name, int64_t n_out, int64_t n_in) {
-    return backend_.prepare_matrix(expect_tensor(f, name, {n_in, n_out}));
+    return prepared(expect_tensor(f, name, {n_in, n_out}));
   };
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -102,7 +108,7 @@ void Model::bind_weights() {
   }
   output_norm_ = vec("output_norm.weight", c.n_embd);
   output_ = f.find_tensor("output.weight") ? mat("output.weight", c.n_vocab, c.n_embd)
-                                           : backend_.prepare_matrix(*token_embd_);  // tied embeddings
+                                           : prepared(*token_embd_);  // tied embeddings
   if (f.find_tensor("rope_freqs.weight")) {
     const TensorInfo& t = expect_tensor(f, "rope_freqs.weight", {c.rope.n_rot / 2});
     rope_freq_factors_.resize(static_cast<size_t>(c.rope.n_rot / 2));

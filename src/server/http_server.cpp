@@ -124,6 +124,15 @@ bool Server::Impl::authorized(const httplib::Request& req) const {
 void Server::Impl::install_routes() {
   const size_t max_body = ctx.options.max_body_bytes;
   http.set_payload_max_length(max_body);
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and
+  // silently share its connections; SO_REUSEADDR alone still allows a quick restart.
+  http.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  // Stream chunks are small writes: without TCP_NODELAY, Nagle's algorithm would hold each
+  // one back until the previous is acknowledged, adding latency between tokens.
+  http.set_tcp_nodelay(true);
   // An idle keep-alive connection holds a connection thread, and stop() waits for it: keep the
   // idle time short (clients read the hint from the Keep-Alive header and reconnect).
   http.set_keep_alive_timeout(2);

@@ -101,7 +101,8 @@ std::string ChatTemplate::render_context(const ChatJson& context, const Template
     } catch (const TemplateError&) {
       throw;
     } catch (const Error& e) {
-      throw TemplateError(TemplateError::Kind::LimitExceeded, 0,
+      const bool too_deep = std::string_view(e.what()).find("nested deeper") != std::string_view::npos;
+      throw TemplateError(too_deep ? TemplateError::Kind::LimitExceeded : TemplateError::Kind::Runtime, 0,
                           concat("variable '", it.key(), "': ", e.what()));
     }
   }

@@ -131,6 +131,9 @@ std::string Interpreter::render(const TemplateAst& ast, const std::shared_ptr<Sc
   } catch (const std::bad_alloc&) {
     pinned_.clear();
     throw TemplateError(TemplateError::Kind::LimitExceeded, line_, "out of memory");
+  } catch (const std::exception& e) {  // e.g. std::length_error: still one clean error
+    pinned_.clear();
+    throw TemplateError(TemplateError::Kind::Runtime, line_, e.what());
   }
   pinned_.clear();
   return out;

@@ -120,10 +120,29 @@ std::string utf8_encode(std::u32string_view s) {
 }
 
 size_t find_bytes(std::string_view hay, std::string_view needle, size_t from) {
-  if (from > hay.size()) return std::string_view::npos;
-  if (needle.empty()) return from;
-  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return p ? static_cast<size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
+  constexpr size_t npos = std::string_view::npos;
+  const size_t m = needle.size();
+  if (from > hay.size()) return npos;
+  if (m == 0) return from;
+  if (hay.size() - from < m) return npos;
+  // Knuth-Morris-Pratt (linear whatever the input), jumping with memchr while nothing matches.
+  std::vector<size_t> fail(m, 0);
+  for (size_t i = 1, k = 0; i < m; ++i) {
+    while (k > 0 && needle[i] != needle[k]) k = fail[k - 1];
+    if (needle[i] == needle[k]) ++k;
+    fail[i] = k;
+  }
+  for (size_t i = from, k = 0; i < hay.size(); ++i) {
+    if (k == 0) {
+      const void* p = memchr(hay.data() + i, needle[0], hay.size() - i);
+      if (!p) return npos;
+      i = static_cast<size_t>(static_cast<const char*>(p) - hay.data());
+    }
+    while (k > 0 && hay[i] != needle[k]) k = fail[k - 1];
+    if (hay[i] == needle[k]) ++k;
+    if (k == m) return i + 1 - m;
+  }
+  return npos;
 }
 
 size_t rfind_bytes(std::string_view hay, std::string_view needle) {

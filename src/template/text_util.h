@@ -24,8 +24,8 @@ std::vector<size_t> utf8_offsets(std::string_view s);
 std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
 
-// Substring search in linear time (glibc's two-way memmem); std::string::find is O(n*m) in
-// the worst case, which a hostile template could exploit with long repetitive strings.
+// Substring search in linear time (Knuth-Morris-Pratt); std::string::find is O(n*m) in the
+// worst case, which a hostile template could exploit with long repetitive strings.
 // Byte offset of the first occurrence at or after `from`, or npos.
 size_t find_bytes(std::string_view hay, std::string_view needle, size_t from = 0);
 // Byte offset of the last occurrence, or npos.

@@ -93,10 +93,18 @@ TEST(LoadAgainstFakeServer, MeasurementsMatchTheServersActualSendTimes) {
       ASSERT_EQ(r.itl_s.size() + 1, s.token_sent_s.size());
       for (size_t k = 0; k < r.itl_s.size(); ++k)
         check.near(r.itl_s[k] * 1e3, (s.token_sent_s[k + 1] - s.token_sent_s[k]) * 1e3, kActualTolMs, "ITL");
-      // The client's TTFT also covers connecting and sending the request: never shorter.
-      const double server_ttft_ms = (s.token_sent_s[0] - s.received_s) * 1e3;
-      EXPECT_GE(r.ttft_s * 1e3, server_ttft_ms - 0.05);
-      check.near(r.ttft_s * 1e3, server_ttft_ms, kActualTolMs, "TTFT");
+      // Client and server share the steady clock: every token the client timestamps must have
+      // been written by the server just before (loopback delivery plus the loop's wake-up).
+      const double offset_s = std::chrono::duration<double>(result.start - server.start_time()).count();
+      double client_receive_s = offset_s + r.sent_s + r.ttft_s;
+      for (size_t k = 0; k < s.token_sent_s.size(); ++k) {
+        if (k > 0) client_receive_s += r.itl_s[k - 1];
+        check.near((client_receive_s - s.token_sent_s[k]) * 1e3, 0.0, kActualTolMs,
+                   "receive time - send time of token " + std::to_string(k));
+      }
+      // The client's TTFT also covers connecting and sending the request: never shorter than
+      // what the server saw.
+      EXPECT_GE(r.ttft_s, s.token_sent_s[0] - s.received_s - 5e-5);
     }
   });
 }
@@ -235,17 +243,21 @@ TEST(LoadAgainstFakeServer, RequestsLeaveAtTheScheduledTimes) {
       EXPECT_NEAR(result.records[i].scheduled_s, offsets[i], 1e-12);
       EXPECT_GE(result.records[i].sent_s, offsets[i] - 1e-6);  // never early (up to time-point rounding)
       lateness_ms.push_back((result.records[i].sent_s - offsets[i]) * 1e3);
-      check.near(lateness_ms.back(), 0.0, 2 * kNominalTolMs, "lateness of send " + std::to_string(i));
     }
-    // Typically a wake-up is late by tens of microseconds; only a loaded machine adds more.
-    check.near(summarize(lateness_ms).median, 0.0, 1.0, "median lateness");
-    // The server saw the same spacing.
+    // A wake-up is typically late by tens of microseconds; a starved process (other tests on
+    // the same 2 cores) can be late by tens of ms now and then, so robust statistics are used.
+    const Distribution late = summarize(lateness_ms);
+    check.near(late.median, 0.0, 1.0, "median lateness of sends (ms)");
+    check.near(late.p90, 0.0, kNominalTolMs, "p90 lateness of sends (ms)");
+    // The server saw the scheduled gaps between consecutive requests.
     const std::vector<double> received = server.receipt_times();
     ASSERT_EQ(received.size(), 80u);
-    const double span = received.back() - received.front();
-    check.near(span, offsets.back(), 2 * kNominalTolMs / 1e3, "span of arrivals at the server");
+    std::vector<double> gap_error_ms;
+    for (size_t i = 1; i < received.size(); ++i)
+      gap_error_ms.push_back(std::abs((received[i] - received[i - 1]) - (offsets[i] - offsets[i - 1])) * 1e3);
+    check.near(summarize(gap_error_ms).median, 0.0, 1.0, "median |gap at server - scheduled gap| (ms)");
     // And the realised rate is the requested one within Poisson noise (79 gaps: 11% is 1 sigma).
-    check.near(79.0 / span, rate, 0.3 * rate, "realised rate");
+    check.near(79.0 / (received.back() - received.front()), rate, 0.3 * rate, "realised rate");
   });
 }
 

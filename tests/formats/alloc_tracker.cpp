@@ -27,10 +27,14 @@ void* allocate(size_t n) {
 
 }  // namespace
 
-// Replacements of the plain forms; the default operator delete frees with std::free, which
-// matches std::malloc here.
-void* operator new(size_t n) { return allocate(n); }
-void* operator new[](size_t n) { return allocate(n); }
+// Replacements of the plain (and nothrow) forms, allocating with std::malloc; the deletes below
+// and the library's remaining default forms release with std::free.
+void* operator new(size_t n) {
+  return allocate(n);
+}
+void* operator new[](size_t n) {
+  return allocate(n);
+}
 void* operator new(size_t n, const std::nothrow_t&) noexcept {
   record(n);
   return std::malloc(n ? n : 1);
@@ -39,10 +43,18 @@ void* operator new[](size_t n, const std::nothrow_t&) noexcept {
   record(n);
   return std::malloc(n ? n : 1);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace strata::test {
 
@@ -51,8 +63,14 @@ AllocTracker::AllocTracker() {
   g_total = 0;
   g_armed = 1;
 }
-AllocTracker::~AllocTracker() { g_armed = 0; }
-size_t AllocTracker::largest() const { return g_largest; }
-size_t AllocTracker::total() const { return g_total; }
+AllocTracker::~AllocTracker() {
+  g_armed = 0;
+}
+size_t AllocTracker::largest() const {
+  return g_largest;
+}
+size_t AllocTracker::total() const {
+  return g_total;
+}
 
 }  // namespace strata::test

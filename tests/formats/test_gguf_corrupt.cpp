@@ -19,11 +19,11 @@ namespace {
 struct BaseImage {
   std::string bytes;
   size_t n_tensors, n_kv;
-  size_t key0_len, key0_type;   // "general.architecture"
-  size_t value0_len;            // its string value's length
+  size_t key0_len, key0_type;  // "general.architecture"
+  size_t value0_len;           // its string value's length
   size_t align_type, align_value;
-  size_t arr_elem_type, arr_count;  // "tokenizer.ggml.tokens"
-  size_t bool_value;                // "x.flag"
+  size_t arr_elem_type, arr_count;                               // "tokenizer.ggml.tokens"
+  size_t bool_value;                                             // "x.flag"
   size_t t0_name, t0_ndims, t0_ne0, t0_ne1, t0_type, t0_offset;  // "a": Q8_0 [32, 2]
   size_t t1_name, t1_ne0, t1_type, t1_offset;                    // "b": F32 [4]
 };
@@ -149,7 +149,8 @@ TEST(GgufCorrupt, EveryTruncationOfSmallFileIsRejected) {
 
 TEST(GgufCorrupt, TruncationsOfRealModelsAreRejected) {
   test::TempDir dir;
-  for (const char* rel : {"models/stories260K/stories260K.gguf", "models/synth-tiny/synth-tiny-q4_k_m.gguf"}) {
+  for (const char* rel :
+       {"models/stories260K/stories260K.gguf", "models/synth-tiny/synth-tiny-q4_k_m.gguf"}) {
     const std::string full = test::read_file(test::shared_path(rel));
     const auto f = GgufFile::parse(full.data(), full.size(), rel);
     const size_t header_end = static_cast<size_t>(f->data_offset());
@@ -157,7 +158,8 @@ TEST(GgufCorrupt, TruncationsOfRealModelsAreRejected) {
     for (size_t len = 0; len < header_end; len += 97) cuts.push_back(len);  // through the header
     for (size_t len = header_end; len < full.size(); len += full.size() / 50) cuts.push_back(len);  // data
     cuts.push_back(full.size() - 1);
-    for (const size_t len : cuts) expect_rejected(dir, full.substr(0, len), "", concat(rel, " truncated to ", len));
+    for (const size_t len : cuts)
+      expect_rejected(dir, full.substr(0, len), "", concat(rel, " truncated to ", len));
   }
 }
 
@@ -173,22 +175,29 @@ TEST(GgufCorrupt, EachHostileFieldIsRejected) {
       {"bad magic", [](auto& s, auto&) { s[0] = 'X'; }, "not a GGUF file"},
       {"version 1", [](auto& s, auto&) { poke<uint32_t>(s, 4, 1); }, "GGUF version 1 is not supported"},
       {"version 7", [](auto& s, auto&) { poke<uint32_t>(s, 4, 7); }, "unsupported GGUF version 7"},
-      {"huge n_tensors", [](auto& s, auto& m) { poke<uint64_t>(s, m.n_tensors, kHuge / 2); }, "tensor info count"},
+      {"huge n_tensors", [](auto& s, auto& m) { poke<uint64_t>(s, m.n_tensors, kHuge / 2); },
+       "tensor info count"},
       {"huge n_kv", [](auto& s, auto& m) { poke<uint64_t>(s, m.n_kv, kHuge); }, "metadata key/value count"},
       {"n_kv past the end", [](auto& s, auto& m) { poke<uint64_t>(s, m.n_kv, 5); }, ""},
       {"huge key length", [](auto& s, auto& m) { poke<uint64_t>(s, m.key0_len, kHuge); }, "string length"},
-      {"key longer than the file", [](auto& s, auto& m) { poke<uint64_t>(s, m.key0_len, 60000); }, "truncated file"},
-      {"huge string value", [](auto& s, auto& m) { poke<uint64_t>(s, m.value0_len, kHuge - 3); }, "truncated file"},
+      {"key longer than the file", [](auto& s, auto& m) { poke<uint64_t>(s, m.key0_len, 60000); },
+       "truncated file"},
+      {"huge string value", [](auto& s, auto& m) { poke<uint64_t>(s, m.value0_len, kHuge - 3); },
+       "truncated file"},
       {"huge array length", [](auto& s, auto& m) { poke<uint64_t>(s, m.arr_count, kHuge / 8); },
        "array element count"},
-      {"array length past the end", [](auto& s, auto& m) { poke<uint64_t>(s, m.arr_count, 1000); }, "array element"},
-      {"unknown value type", [](auto& s, auto& m) { poke<uint32_t>(s, m.key0_type, 13); }, "unknown value type 13"},
+      {"array length past the end", [](auto& s, auto& m) { poke<uint64_t>(s, m.arr_count, 1000); },
+       "array element"},
+      {"unknown value type", [](auto& s, auto& m) { poke<uint32_t>(s, m.key0_type, 13); },
+       "unknown value type 13"},
       {"unknown array element type", [](auto& s, auto& m) { poke<uint32_t>(s, m.arr_elem_type, 99); },
        "unknown array element type 99"},
       {"bool value 2", [](auto& s, auto& m) { s[m.bool_value] = 2; }, "neither 0 nor 1"},
       {"alignment 0", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_value, 0); }, "general.alignment 0"},
-      {"alignment 48", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_value, 48); }, "general.alignment 48"},
-      {"alignment 2^31", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_value, 1u << 31); }, "general.alignment"},
+      {"alignment 48", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_value, 48); },
+       "general.alignment 48"},
+      {"alignment 2^31", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_value, 1u << 31); },
+       "general.alignment"},
       {"alignment as f32", [](auto& s, auto& m) { poke<uint32_t>(s, m.align_type, 6); }, "general.alignment"},
       {"n_dims 5", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_ndims, 5); }, "5 dimensions"},
       {"n_dims 0", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_ndims, 0); }, "0 dimensions"},
@@ -205,7 +214,8 @@ TEST(GgufCorrupt, EachHostileFieldIsRejected) {
        "row length 33 is not a multiple of the q8_0 block size 32"},
       {"unknown tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 99); },
        "unsupported tensor type id 99"},
-      {"IQ tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 23); }, "unsupported tensor type iq4_xs"},
+      {"IQ tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 23); },
+       "unsupported tensor type iq4_xs"},
       {"activation-only type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 15); },
        "unsupported tensor type q8_K"},
       {"misaligned offset", [](auto& s, auto& m) { poke<uint64_t>(s, m.t1_offset, 100); },

@@ -70,37 +70,40 @@ TEST(Safetensors, CorruptCorpusIsRejected) {
   expect_rejected("abc", "too small", "3-byte file");
   expect_rejected(image("{\"w\": ", 0), "not a valid JSON object", "invalid JSON");
   expect_rejected(image("[1, 2]", 0), "not a valid JSON object", "JSON array");
-  expect_rejected(image(R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 2]}})", 2), "unknown dtype 'Q4'",
-                  "unknown dtype");
+  expect_rejected(image(R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 2]}})", 2),
+                  "unknown dtype 'Q4'", "unknown dtype");
   expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})", 24),
                   "20 data bytes for a F32 shape of 24 bytes", "shape/size mismatch");
   expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", 8), "not a range",
                   "reversed range");
   expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4), "not a range",
                   "range past the end");
-  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 8), "shape entry",
-                  "negative dimension");
-  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 8]}})", 8), "shape entry",
-                  "fractional dimension");
-  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 8]}})", 8),
-                  "size overflows", "shape overflow");
+  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 8),
+                  "shape entry", "negative dimension");
+  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 8]}})", 8),
+                  "shape entry", "fractional dimension");
+  expect_rejected(
+      image(R"({"w": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 8]}})", 8),
+      "size overflows", "shape overflow");
   expect_rejected(image(R"({"w": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
                             "v": {"dtype": "U8", "shape": [8], "data_offsets": [4, 12]}})",
                         12),
                   "overlap", "overlapping ranges");
-  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": ["0", "8"]}})", 8), "not a range",
-                  "string offsets");
+  expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": ["0", "8"]}})", 8),
+                  "not a range", "string offsets");
   expect_rejected(image(R"({"w": {"dtype": "F32", "shape": [2]}})", 8), "needs dtype, shape and data_offsets",
                   "missing offsets");
   expect_rejected(image(R"({"w": 5})", 0), "needs dtype, shape and data_offsets", "entry not an object");
-  expect_rejected(image(R"({"__metadata__": {"format": 1}})", 0), "__metadata__ value of 'format' is not a string",
-                  "metadata value not a string");
-  expect_rejected(image(std::string(100000, '[') + std::string(100000, ']'), 0), "nests deeper", "deep nesting");
+  expect_rejected(image(R"({"__metadata__": {"format": 1}})", 0),
+                  "__metadata__ value of 'format' is not a string", "metadata value not a string");
+  expect_rejected(image(std::string(100000, '[') + std::string(100000, ']'), 0), "nests deeper",
+                  "deep nesting");
 }
 
 TEST(Safetensors, TruncationsOfRealCheckpointAreRejected) {
   const std::string full = test::read_file(test::shared_path("models/tinystories656k/model.safetensors"));
-  for (size_t len = 0; len < 2200; len += 37) expect_rejected(full.substr(0, len), "", concat("truncated to ", len));
+  for (size_t len = 0; len < 2200; len += 37)
+    expect_rejected(full.substr(0, len), "", concat("truncated to ", len));
   for (size_t len = 2200; len < full.size(); len += full.size() / 20)
     expect_rejected(full.substr(0, len), "", concat("truncated to ", len));
 }

@@ -123,6 +123,14 @@ TEST(HttpServer, HealthReportsAnEngineStepRunningTooLong) {
   EXPECT_TRUE(eventually([&] { return s.client().Get("/health")->status == 200; }));
 }
 
+TEST(HttpServer, APortInUseIsAnError) {
+  LiveServer s;
+  server::ServerOptions o;
+  o.port = s.port();
+  server::Server second(o);
+  EXPECT_THROW(second.start(), Error);  // no silent sharing of the port (SO_REUSEPORT)
+}
+
 TEST(HttpServer, GreedyCompletionsMatchLlamaCpp) {
   LiveServer s;
   const auto refs = stories_references();

@@ -126,6 +126,11 @@ struct BadField {
   int status = 400;
 };
 
+// Test names show the field (not the struct's bytes).
+void PrintTo(const BadField& b, std::ostream* os) {
+  *os << (*b.param ? b.param : "no field") << " " << b.status;
+}
+
 class CompletionValidation : public ::testing::TestWithParam<BadField> {};
 
 TEST_P(CompletionValidation, RejectsWithTheFieldNamed) {

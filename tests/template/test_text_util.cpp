@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "core/check.h"
 #include "template/text_util.h"
@@ -103,6 +104,30 @@ TEST(PyFindReplace, CodePointIndices) {
   EXPECT_THROW(py_replace("aaaa", "a", "bbbb", -1, 10), strata::Error);
   EXPECT_EQ(py_count("banana", "an"), 2);
   EXPECT_EQ(py_count("banana", ""), 7);
+}
+
+TEST(FindBytes, AgreesWithStdFindOnRandomStrings) {
+  // std::string::find is the (quadratic but simple) reference.
+  std::mt19937 rng(7);
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string hay, needle;
+    const size_t n = rng() % 40, m = 1 + rng() % 6;
+    for (size_t i = 0; i < n; ++i) hay.push_back("ab"[rng() % 2]);
+    for (size_t i = 0; i < m; ++i) needle.push_back("ab"[rng() % 2]);
+    const size_t from = rng() % (n + 2);
+    EXPECT_EQ(find_bytes(hay, needle, from), hay.find(needle, from))
+        << hay << " / " << needle << " @" << from;
+    EXPECT_EQ(rfind_bytes(hay, needle), hay.rfind(needle)) << hay << " / " << needle;
+  }
+}
+
+TEST(FindBytes, AdversarialInputIsLinear) {
+  // A naive search would need ~2.5e11 comparisons here.
+  const std::string hay(1'000'000, 'a');
+  const std::string needle = std::string(500'000, 'a') + "b";
+  EXPECT_EQ(find_bytes(hay, needle), std::string::npos);
+  EXPECT_EQ(rfind_bytes(hay, needle), std::string::npos);
+  EXPECT_EQ(py_count(hay, needle), 0);
 }
 
 TEST(PyCase, TitleCapitalizeLower) {

@@ -41,6 +41,7 @@ class CpuMatrix final : public BackendMatrix {
   int64_t n_in() const override { return n_in_; }
   int64_t n_out() const override { return n_out_; }
   size_t weight_bytes() const override { return row_bytes(type_, n_in_) * static_cast<size_t>(n_out_); }
+  size_t owned_bytes() const override { return packed_->owned_bytes(); }
   const cpu::PackedMatrix& packed() const { return *packed_; }
 
  private:

@@ -117,16 +117,27 @@ void op_rope_row(float* x, const float* cos_sin, int64_t n_heads, int64_t head_d
 }
 
 // Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
-// query row, so no score matrix larger than one block tile is ever materialized.
+// query row, so no score matrix larger than one block tile is ever materialized. Each K tile is
+// converted once per chunk into a transposed f32 copy [head_dim][block] so a row's scores are
+// head_dim vector FMAs across the block's keys; each row's arithmetic depends only on its own
+// position, never on the other rows of the chunk (batch invariance).
+template <typename KvT>
+void load_tile(const KvT* src, float* dst, int64_t n) {
+  if constexpr (sizeof(KvT) == 2) convert_f16_to_f32(src, dst, n);
+  else std::copy(src, src + n, dst);
+}
+
 template <typename KvT>
 void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
   const int hd = kv.head_dim;
   const int bs = kv.block_size;
   const int rows = c.n_q * c.group;
-  alignas(64) float kf[kMaxHeadDim * kMaxBlockSize];
-  alignas(64) float vf[kMaxHeadDim * kMaxBlockSize];
-  alignas(64) float acc[kMaxRows * kMaxHeadDim];
-  float m[kMaxRows], l[kMaxRows], s[kMaxBlockSize];
+  alignas(64) float kf[kMaxBlockSize * kMaxHeadDim];  // K tile [bs][hd]
+  alignas(64) float kt[kMaxHeadDim * kMaxBlockSize];  // K tile transposed [hd][bs]
+  alignas(64) float vf[kMaxBlockSize * kMaxHeadDim];  // V tile [bs][hd]
+  alignas(64) float acc[kMaxRows * kMaxHeadDim];      // [rows][hd]
+  alignas(64) float s[kMaxBlockSize];
+  float m[kMaxRows], l[kMaxRows];
   std::fill(m, m + rows, -INFINITY);
   std::fill(l, l + rows, 0.0f);
   std::fill(acc, acc + static_cast<int64_t>(rows) * hd, 0.0f);
@@ -137,22 +148,13 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
     lo_min = std::min(lo_min, lo);
     hi_max = std::max(hi_max, c.pos[t]);
   }
-  const size_t head_stride = static_cast<size_t>(bs) * hd;  // elements of one (block, head) tile
+  const size_t tile_elems = static_cast<size_t>(bs) * hd;  // one (block, head) tile
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
-    const size_t tile = (static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head) * head_stride;
-    const KvT* kb = static_cast<const KvT*>(kv.k) + tile;
-    const KvT* vb = static_cast<const KvT*>(kv.v) + tile;
-    const float* kt;
-    const float* vt;
-    if constexpr (sizeof(KvT) == 2) {
-      convert_f16_to_f32(kb, kf, static_cast<int64_t>(head_stride));
-      convert_f16_to_f32(vb, vf, static_cast<int64_t>(head_stride));
-      kt = kf;
-      vt = vf;
-    } else {
-      kt = kb;
-      vt = vb;
-    }
+    const size_t tile = (static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head) * tile_elems;
+    load_tile(static_cast<const KvT*>(kv.k) + tile, kf, static_cast<int64_t>(tile_elems));
+    load_tile(static_cast<const KvT*>(kv.v) + tile, vf, static_cast<int64_t>(tile_elems));
+    for (int j = 0; j < bs; ++j)
+      for (int e = 0; e < hd; ++e) kt[e * bs + j] = kf[j * hd + e];
     const int32_t base = bi * bs;
     for (int t = 0; t < c.n_q; ++t) {
       const int32_t lo = c.sliding_window > 0 ? std::max(0, c.pos[t] - c.sliding_window + 1) : 0;
@@ -162,20 +164,29 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
       for (int h = 0; h < c.group; ++h) {
         const int r = t * c.group + h;
         const float* qr = c.q + t * c.q_stride + static_cast<int64_t>(h) * hd;
+        for (int j = 0; j < bs; ++j) s[j] = 0.0f;
+        for (int e = 0; e < hd; ++e) {
+          const float qe = qr[e];
+          const float* ke = kt + e * bs;
+          for (int j = 0; j < bs; ++j) s[j] += qe * ke[j];
+        }
         float smax = m[r];
         for (int j = first; j <= last; ++j) {
-          s[j] = dot_f32(qr, kt + static_cast<int64_t>(j) * hd, hd) * c.scale;
+          s[j] *= c.scale;
           smax = std::max(smax, s[j]);
         }
-        const float corr = fast_exp(m[r] - smax);  // exp(-inf) case: m = -inf -> clamp gives ~0
         float* ar = acc + static_cast<int64_t>(r) * hd;
-        float lsum = l[r] * (m[r] == -INFINITY ? 0.0f : corr);
-        if (m[r] != -INFINITY && corr != 1.0f)
-          for (int e = 0; e < hd; ++e) ar[e] *= corr;
+        float lsum = 0.0f;
+        if (m[r] != -INFINITY) {
+          const float corr = fast_exp(m[r] - smax);
+          lsum = l[r] * corr;
+          if (corr != 1.0f)
+            for (int e = 0; e < hd; ++e) ar[e] *= corr;
+        }
         for (int j = first; j <= last; ++j) {
           const float p = fast_exp(s[j] - smax);
           lsum += p;
-          const float* vr = vt + static_cast<int64_t>(j) * hd;
+          const float* vr = vf + static_cast<int64_t>(j) * hd;
           for (int e = 0; e < hd; ++e) ar[e] += p * vr[e];
         }
         m[r] = smax;

@@ -55,7 +55,7 @@ const TypeKernels& q6_k_kernels_avx512();
 
 // Activation quantizers, x: [n] f32 -> one row of the named type (n a multiple of its block).
 // Q8_0 / Q8_1 follow llama.cpp: d = amax / 127, q = round(x / d) (ties to even), d stored as
-// fp16; Q8_1 also stores s = fp16(d * sum(q)). Defined in act_q8_0*.cpp and act_q8_1*.cpp.
+// fp16; Q8_1 also stores s = fp16(d * sum(q)). Both are defined in act_q8_0*.cpp.
 void quantize_row_q8_0_scalar(const float* x, void* y, int64_t n);
 void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);
 void quantize_row_q8_0_avx512(const float* x, void* y, int64_t n);

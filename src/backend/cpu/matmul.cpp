@@ -3,6 +3,7 @@
 #include "backend/cpu/matmul.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -22,7 +23,8 @@ namespace strata::cpu {
 namespace {
 
 // Weight bytes a work item keeps in L2 while every token tile of its panel passes over them
-// (half of a 1 MiB L2, leaving room for the activations).
+// (three quarters of a 1 MiB L2, leaving room for the activations; measured on Zen 4: chunks of
+// 384 KiB ran prefill ~10% slower, each token tile's first pass coming from L3 more often).
 constexpr size_t kL2WeightBudget = 768 * 1024;
 // Work items per thread for dynamic load balance.
 constexpr int64_t kItemsPerThread = 2;
@@ -299,17 +301,25 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
 uint8_t* PackedMatrix::allocate(size_t bytes) {
   // Anonymous memory in transparent huge pages where available: decode streams the whole
   // matrix, and 2 MiB pages save the TLB misses of 4 KiB ones. Over-map by one huge page to
-  // start on a 2 MiB boundary (THP needs aligned ranges).
+  // start on a 2 MiB boundary (THP needs aligned ranges), then unmap the slack so the mapping
+  // ends at the last 4 KiB page of the data: a huge page never covers the tail, and a small
+  // matrix does not cost a whole 2 MiB of resident memory.
   STRATA_CHECK(owned_ == nullptr);
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  mapped_bytes_ = rounded + kHugePage;
-  void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t used = (bytes + page - 1) / page * page;
+  const size_t over = used + kHugePage;
+  void* p = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  owned_ = p;
-  owned_bytes_ = bytes;
   const uintptr_t base = reinterpret_cast<uintptr_t>(p);
-  auto* dst = reinterpret_cast<uint8_t*>((base + kHugePage - 1) / kHugePage * kHugePage);
-  madvise(dst, rounded, MADV_HUGEPAGE);
+  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
+  if (start > base) munmap(p, start - base);
+  const uintptr_t end = base + over;
+  if (end > start + used) munmap(reinterpret_cast<void*>(start + used), end - (start + used));
+  auto* dst = reinterpret_cast<uint8_t*>(start);
+  owned_ = dst;
+  mapped_bytes_ = used;
+  owned_bytes_ = bytes;
+  madvise(dst, used, MADV_HUGEPAGE);
   return dst;
 }
 

@@ -1,0 +1,44 @@
+// Runs one model over evaluation windows and hands out the logits of the scored rows in chunks,
+// so memory stays at one chunk of rows whatever the window size and vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/session.h"
+#include "eval/eval_windows.h"
+#include "model/model.h"
+
+namespace strata::eval {
+
+struct LogitsChunk {
+  int64_t first_row = 0;          // window position of the first row
+  int64_t n_rows = 0;             // 0: the window is done
+  const float* logits = nullptr;  // [n_rows, n_vocab]
+};
+
+class WindowRunner {
+ public:
+  // Rows handed out per chunk; the model splits its own micro-batches at this size too.
+  static constexpr int64_t kChunkRows = 512;
+
+  WindowRunner(Model& model, int64_t n_ctx);
+
+  // Starts a window: evaluates the tokens before its first scored row (KV only).
+  // tokens: [n_ctx] as window_tokens() returns them.
+  void begin(const std::vector<int32_t>& tokens, const EvalWindow& w);
+  // Evaluates the next run of scored rows; n_rows == 0 once the window is finished. The
+  // pointer stays valid until the next call.
+  LogitsChunk next_chunk();
+
+  int64_t n_vocab() const { return n_vocab_; }
+
+ private:
+  Session session_;
+  int64_t n_vocab_;
+  std::vector<int32_t> tokens_;  // [n_ctx] the current window
+  int64_t next_row_ = 0;
+  int64_t end_row_ = 0;
+};
+
+}  // namespace strata::eval
