@@ -60,11 +60,13 @@ struct RopeParams {
 };
 
 // The KV cache of one layer: fixed-size blocks in backend memory, element type F16 or F32.
-// Block b, kv head g, token t of the block, element e lives at
-//   base + ((b * n_head_kv + g) * block_size + t) * head_dim + e
-// so each head's keys of one block are contiguous (one tile of the attention kernel).
+// Each (block b, kv head g) owns one contiguous tile of block_size * head_dim elements starting
+// at (b * n_head_kv + g) * block_size * head_dim — one tile of the attention kernel. Within it,
+// V is token-major (token t, element e at t * head_dim + e) and K is transposed (element e,
+// token t at e * block_size + t), so a query's scores over the block's keys are head_dim
+// vector multiply-adds across the keys, with no transpose at attention time.
 struct KvLayerView {
-  void* k = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim]
+  void* k = nullptr;  // [n_blocks, n_head_kv, head_dim, block_size]
   void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim]
   TensorType type = TensorType::F16;
   int32_t n_blocks = 0;

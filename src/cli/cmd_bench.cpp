@@ -27,6 +27,7 @@ struct BenchOptions {
   int reps = 3;
   bool json = false;
   bool no_bandwidth = false;
+  bool profile = false;
   uint64_t seed = 1;
 };
 
@@ -108,14 +109,29 @@ void run(const BenchOptions& o) {
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   Stat pp, tg;
+  // Share of forward time per op category, over all repetitions of a test.
+  auto take_profile = [&]() {
+    nlohmann::json p;
+    const OpProfile& prof = m.profile();
+    double total = 0.0;
+    for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
+    for (int op = 0; op < OpProfile::kNumOps; ++op)
+      p[OpProfile::name(op)] = {{"seconds", prof.seconds[op]}, {"share", total > 0 ? prof.seconds[op] / total : 0.0}};
+    m.reset_profile();
+    return p;
+  };
+  m.set_profiling(o.profile);
   if (o.n_prompt > 0) {
     pp = stats_of(bench_pp(m, session, o.n_prompt, o.reps, rng));
     out["pp"] = {{"n_tokens", o.n_prompt}, {"tps_mean", pp.mean}, {"tps_std", pp.std}};
+    if (o.profile) out["pp"]["profile"] = take_profile();
   }
   if (o.n_gen > 0) {
     tg = stats_of(bench_tg(m, session, o.n_gen, o.reps, rng));
     out["tg"] = {{"n_tokens", o.n_gen}, {"tps_mean", tg.mean}, {"tps_std", tg.std}};
+    if (o.profile) out["tg"]["profile"] = take_profile();
   }
+  m.set_profiling(false);
   double machine_bw = 0.0;
   if (o.n_gen > 0 && !o.no_bandwidth) {
     ThreadPool pool(lm.backend->n_threads());
@@ -139,6 +155,13 @@ void run(const BenchOptions& o) {
   };
   if (o.n_prompt > 0) row("pp", o.n_prompt, pp);
   if (o.n_gen > 0) row("tg", o.n_gen, tg);
+  for (const char* test : {"pp", "tg"}) {
+    if (!out.contains(test) || !out[test].contains("profile")) continue;
+    std::printf("%s time by op:", test);
+    for (const auto& [op, v] : out[test]["profile"].items())
+      std::printf(" %s %.1f%%", op.c_str(), 100.0 * v["share"].get<double>());
+    std::printf("\n");
+  }
   if (out.contains("bandwidth"))
     std::printf("decode reads %.1f GB/s of the machine's %.1f GB/s (%.0f%% of the roofline, %.1f t/s max)\n",
                 out["bandwidth"]["decode_gbps"].get<double>(), machine_bw / 1e9,
@@ -156,6 +179,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--seed", o->seed, "Seed of the random prompt tokens");
   cmd.add_flag("--json", o->json, "Print one JSON object instead of a table");
   cmd.add_flag("--no-bandwidth", o->no_bandwidth, "Skip measuring the machine's memory bandwidth");
+  cmd.add_flag("--profile", o->profile, "Also report the share of forward time per op category");
   cmd.require_subcommand(0, 1);
   cmd.callback([o, &cmd] {
     if (!cmd.get_subcommands().empty()) return;  // `bench serve` ran instead

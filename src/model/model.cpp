@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -46,6 +47,23 @@ const TensorInfo& expect_tensor(const ModelFile& f, const std::string& name, std
 }
 
 }  // namespace
+
+const char* OpProfile::name(int op) {
+  static const char* const kNames[] = {"embed", "norm", "matmul", "rope", "attention", "elementwise", "output"};
+  return op >= 0 && op < kNumOps ? kNames[op] : "?";
+}
+
+template <typename F>
+void Model::timed(OpProfile::Op op, F&& f) {
+  if (!profiling_) {
+    f();
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  profile_.seconds[op] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++profile_.calls[op];
+}
 
 Model::Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options)
     : file_(std::move(file)), backend_(backend), options_(options) {}
@@ -196,7 +214,7 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
   }
 
   float* x = static_cast<float*>(s.x->data());
-  backend_.get_rows(*token_embd_, batch.tokens.data() + begin, n, x);
+  timed(OpProfile::Embed, [&] { backend_.get_rows(*token_embd_, batch.tokens.data() + begin, n, x); });
   for (int64_t il = 0; il < c.n_layer; ++il)
     run_layer(layers_[static_cast<size_t>(il)], n, kv.layer(static_cast<int32_t>(il)), ab);
 
@@ -209,8 +227,8 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
     ++n_out;
   }
   if (n_out == 0) return;
-  backend_.rms_norm(x, static_cast<const float*>(output_norm_->data()), h, n_out, c.n_embd, c.rms_eps);
-  backend_.matmul(*output_, h, logits, n_out);
+  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(output_norm_->data()), h, n_out, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Output, [&] { backend_.matmul(*output_, h, logits, n_out); });
 }
 
 void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const AttentionBatch& ab) {
@@ -226,18 +244,18 @@ void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const At
   float* gate = static_cast<float*>(s.gate->data());
   float* up = static_cast<float*>(s.up->data());
 
-  backend_.rms_norm(x, static_cast<const float*>(L.attn_norm->data()), h, n, c.n_embd, c.rms_eps);
-  backend_.matmul(*L.wq, h, q, n);
-  backend_.matmul(*L.wk, h, k, n);
-  backend_.matmul(*L.wv, h, v, n);
+  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(L.attn_norm->data()), h, n, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wq, h, q, n); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wk, h, k, n); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wv, h, v, n); });
   if (c.qkv_bias) {
-    backend_.add_bias(q, static_cast<const float*>(L.bq->data()), n, c.n_embd_q());
-    backend_.add_bias(k, static_cast<const float*>(L.bk->data()), n, c.n_embd_kv());
-    backend_.add_bias(v, static_cast<const float*>(L.bv->data()), n, c.n_embd_kv());
+    timed(OpProfile::Elementwise, [&] { backend_.add_bias(q, static_cast<const float*>(L.bq->data()), n, c.n_embd_q()); });
+    timed(OpProfile::Elementwise, [&] { backend_.add_bias(k, static_cast<const float*>(L.bk->data()), n, c.n_embd_kv()); });
+    timed(OpProfile::Elementwise, [&] { backend_.add_bias(v, static_cast<const float*>(L.bv->data()), n, c.n_embd_kv()); });
   }
-  backend_.rope(q, ab.pos, n, c.n_head, c.head_dim, c.rope);
-  backend_.rope(k, ab.pos, n, c.n_head_kv, c.head_dim, c.rope);
-  backend_.store_kv(kv, k, v, ab);
+  timed(OpProfile::Rope, [&] { backend_.rope(q, ab.pos, n, c.n_head, c.head_dim, c.rope); });
+  timed(OpProfile::Rope, [&] { backend_.rope(k, ab.pos, n, c.n_head_kv, c.head_dim, c.rope); });
+  timed(OpProfile::Attention, [&] { backend_.store_kv(kv, k, v, ab); });
 
   AttentionParams ap;
   ap.n_head = static_cast<int32_t>(c.n_head);
@@ -245,16 +263,16 @@ void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const At
   ap.head_dim = static_cast<int32_t>(c.head_dim);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.sliding_window = static_cast<int32_t>(c.sliding_window);
-  backend_.attention(q, kv, ab, ap, attn);
-  backend_.matmul(*L.wo, attn, o, n);
-  backend_.add(x, o, n * c.n_embd);
+  timed(OpProfile::Attention, [&] { backend_.attention(q, kv, ab, ap, attn); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wo, attn, o, n); });
+  timed(OpProfile::Elementwise, [&] { backend_.add(x, o, n * c.n_embd); });
 
-  backend_.rms_norm(x, static_cast<const float*>(L.ffn_norm->data()), h, n, c.n_embd, c.rms_eps);
-  backend_.matmul(*L.w_gate, h, gate, n);
-  backend_.matmul(*L.w_up, h, up, n);
-  backend_.swiglu(gate, up, gate, n * c.n_ff);
-  backend_.matmul(*L.w_down, gate, o, n);
-  backend_.add(x, o, n * c.n_embd);
+  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(L.ffn_norm->data()), h, n, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_gate, h, gate, n); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_up, h, up, n); });
+  timed(OpProfile::Elementwise, [&] { backend_.swiglu(gate, up, gate, n * c.n_ff); });
+  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_down, gate, o, n); });
+  timed(OpProfile::Elementwise, [&] { backend_.add(x, o, n * c.n_embd); });
 }
 
 }  // namespace strata

@@ -14,6 +14,14 @@
 
 namespace strata {
 
+// Where forward time goes, by op category (filled only while profiling is on).
+struct OpProfile {
+  enum Op { Embed, Norm, Matmul, Rope, Attention, Elementwise, Output, kNumOps };
+  double seconds[kNumOps] = {};
+  int64_t calls[kNumOps] = {};
+  static const char* name(int op);
+};
+
 struct ModelLoadOptions {
   std::string tokenizer_path;  // llama2.c tokenizer .bin for a .bin checkpoint
   int64_t max_batch_tokens = 512;  // micro-batch size: larger batches are run in pieces
@@ -40,6 +48,11 @@ class Model {
   // want_logits, in batch order, to logits: [batch.n_outputs(), n_vocab].
   void forward(const ForwardBatch& batch, const KvStorage& kv, float* logits);
 
+  // Times every op of forward() by category (costs a clock read per op).
+  void set_profiling(bool on) { profiling_ = on; }
+  const OpProfile& profile() const { return profile_; }
+  void reset_profile() { profile_ = OpProfile{}; }
+
  private:
   struct Layer;
   struct Scratch;
@@ -60,6 +73,11 @@ class Model {
   std::vector<float> rope_freq_factors_;        // [n_rot / 2] or empty
   std::vector<Layer> layers_;
   std::unique_ptr<Scratch> scratch_;
+  bool profiling_ = false;
+  OpProfile profile_;
+
+  template <typename F>
+  void timed(OpProfile::Op op, F&& f);
 };
 
 }  // namespace strata

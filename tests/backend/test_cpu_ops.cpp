@@ -119,9 +119,14 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxAttention) {
   for (int t = 0; t < c.n_q; ++t) pos[t] = c.n_ctx - c.n_q + t;
   const float scale = 1.0f / std::sqrt(float(c.hd));
 
+  // The cache layout (backend.h): per (block, kv head) tile, K transposed [hd][bs], V [bs][hd].
   auto key = [&](const std::vector<float>& buf, int p, int g, int e) {
-    const int b = table[p / c.block_size];
-    return buf[((size_t(b) * c.n_head_kv + g) * c.block_size + p % c.block_size) * c.hd + e];
+    const size_t tile = (size_t(table[p / c.block_size]) * c.n_head_kv + g) * c.block_size * c.hd;
+    return buf[tile + size_t(e) * c.block_size + p % c.block_size];
+  };
+  auto value = [&](const std::vector<float>& buf, int p, int g, int e) {
+    const size_t tile = (size_t(table[p / c.block_size]) * c.n_head_kv + g) * c.block_size * c.hd;
+    return buf[tile + size_t(p % c.block_size) * c.hd + e];
   };
   for (IsaLevel isa : levels()) {
     std::vector<float> out(q.size(), -99.0f);
@@ -155,7 +160,7 @@ TEST_P(AttentionTest, MatchesNaiveSoftmaxAttention) {
         for (double& v : s) z += (v = std::exp(v - mx));
         for (int e = 0; e < c.hd; ++e) {
           double o = 0;
-          for (int p = lo; p <= pos[t]; ++p) o += s[p - lo] / z * key(vr, p, g, e);
+          for (int p = lo; p <= pos[t]; ++p) o += s[p - lo] / z * value(vr, p, g, e);
           ASSERT_NEAR(out[t * stride + h * c.hd + e], o, 2e-5 + 2e-5 * std::fabs(o))
               << isa_name(isa) << " t=" << t << " h=" << h << " e=" << e;
         }

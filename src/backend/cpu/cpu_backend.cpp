@@ -202,20 +202,26 @@ const float* CpuBackend::rope_table(const RopeParams& p, const int32_t* pos, int
 void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v, const AttentionBatch& batch) {
   const int64_t row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
   const auto& ops = cpu::op_kernels();
+  const bool f16 = kv.type == TensorType::F16;
   for_rows(batch.n_tokens, 2 * row, [&](int64_t t) {
     const int64_t slot = batch.slot[t];
     const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
     STRATA_CHECK(block >= 0 && block < kv.n_blocks, "KV slot out of range");
+    uint16_t k16[cpu::kMaxHeadDim];
     for (int32_t g = 0; g < kv.n_head_kv; ++g) {
-      const size_t dst = ((static_cast<size_t>(block) * kv.n_head_kv + g) * kv.block_size + offset) * kv.head_dim;
+      const size_t tile = (static_cast<size_t>(block) * kv.n_head_kv + g) * kv.block_size * kv.head_dim;
       const float* ks = k + t * row + static_cast<int64_t>(g) * kv.head_dim;
       const float* vs = v + t * row + static_cast<int64_t>(g) * kv.head_dim;
-      if (kv.type == TensorType::F16) {
-        ops.f32_to_f16(ks, static_cast<uint16_t*>(kv.k) + dst, kv.head_dim);
-        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + dst, kv.head_dim);
+      const size_t v_at = tile + static_cast<size_t>(offset) * kv.head_dim;  // V: token-major
+      if (f16) {
+        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, kv.head_dim);
+        ops.f32_to_f16(ks, k16, kv.head_dim);
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + tile + offset;  // K: transposed
+        for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = k16[e];
       } else {
-        std::copy(ks, ks + kv.head_dim, static_cast<float*>(kv.k) + dst);
-        std::copy(vs, vs + kv.head_dim, static_cast<float*>(kv.v) + dst);
+        std::copy(vs, vs + kv.head_dim, static_cast<float*>(kv.v) + v_at);
+        float* kd = static_cast<float*>(kv.k) + tile + offset;
+        for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = ks[e];
       }
     }
   });

@@ -116,27 +116,172 @@ void op_rope_row(float* x, const float* cos_sin, int64_t n_heads, int64_t head_d
   }
 }
 
-// Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
-// query row, so no score matrix larger than one block tile is ever materialized. Each K tile is
-// converted once per chunk into a transposed f32 copy [head_dim][block] so a row's scores are
-// head_dim vector FMAs across the block's keys; each row's arithmetic depends only on its own
-// position, never on the other rows of the chunk (batch invariance).
+// Sum / max of 16 lanes as a fixed pairwise tree: short dependency chains, and the same
+// order wherever the row is computed.
+inline float tree_sum16(float* t) {
+  for (int w = 8; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] = t[j] + t[j + w];
+  return t[0];
+}
+inline float tree_max16(float* t) {
+  for (int w = 8; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] = t[j] > t[j + w] ? t[j] : t[j + w];
+  return t[0];
+}
+
+constexpr int kRowsPerPass = 8;  // query rows scored together (independent FMA chains)
+
+// Online-softmax update of up to kRowsPerPass query rows (the heads of one token that share
+// this kv head) with the keys [first, last] of one tile of 16 keys. Each row's arithmetic is
+// the same whatever the other rows are.
+inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, const float* vf, int hd, int first,
+                          int last, float scale, float* m, float* l, float* const* ar) {
+  constexpr int BS = 16;
+  alignas(64) float s[kRowsPerPass][BS] = {};
+#if defined(__AVX512F__)
+  // One zmm of 16 key scores per row, all rows in registers: 8 independent FMA chains.
+  static const float kZeroRow[kMaxHeadDim] = {};
+  const float* q[kRowsPerPass];
+  for (int r = 0; r < kRowsPerPass; ++r) q[r] = r < n_rows ? qr[r] : kZeroRow;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (int e = 0; e < hd; ++e) {
+    const __m512 k = _mm512_load_ps(kt + e * BS);
+    a0 = _mm512_fmadd_ps(_mm512_set1_ps(q[0][e]), k, a0);
+    a1 = _mm512_fmadd_ps(_mm512_set1_ps(q[1][e]), k, a1);
+    a2 = _mm512_fmadd_ps(_mm512_set1_ps(q[2][e]), k, a2);
+    a3 = _mm512_fmadd_ps(_mm512_set1_ps(q[3][e]), k, a3);
+    a4 = _mm512_fmadd_ps(_mm512_set1_ps(q[4][e]), k, a4);
+    a5 = _mm512_fmadd_ps(_mm512_set1_ps(q[5][e]), k, a5);
+    a6 = _mm512_fmadd_ps(_mm512_set1_ps(q[6][e]), k, a6);
+    a7 = _mm512_fmadd_ps(_mm512_set1_ps(q[7][e]), k, a7);
+  }
+  _mm512_store_ps(s[0], a0);
+  _mm512_store_ps(s[1], a1);
+  _mm512_store_ps(s[2], a2);
+  _mm512_store_ps(s[3], a3);
+  _mm512_store_ps(s[4], a4);
+  _mm512_store_ps(s[5], a5);
+  _mm512_store_ps(s[6], a6);
+  _mm512_store_ps(s[7], a7);
+#else
+  for (int e = 0; e < hd; ++e) {
+    const float* ke = kt + e * BS;
+    for (int r = 0; r < kRowsPerPass; ++r) {
+      const float qe = r < n_rows ? qr[r][e] : 0.0f;
+      for (int j = 0; j < BS; ++j) s[r][j] += qe * ke[j];
+    }
+  }
+#endif
+  // Softmax bookkeeping per row: probabilities p (0 outside [first, last]) and the factor
+  // `corr` that rescales the row's accumulator to the new running max.
+  alignas(64) float p[kRowsPerPass][BS];
+  float corr[kRowsPerPass];
+  for (int r = 0; r < n_rows; ++r) {
+    alignas(64) float t[BS];
+    for (int j = 0; j < BS; ++j) {
+      s[r][j] *= scale;
+      t[j] = (j >= first && j <= last) ? s[r][j] : -INFINITY;
+    }
+    const float smax = std::max(m[r], tree_max16(t));
+    for (int j = 0; j < BS; ++j) {
+      const float e = fast_exp(s[r][j] - smax);
+      p[r][j] = (j >= first && j <= last) ? e : 0.0f;
+      t[j] = p[r][j];
+    }
+    float lsum = tree_sum16(t);
+    corr[r] = 1.0f;
+    if (m[r] != -INFINITY) {
+      corr[r] = fast_exp(m[r] - smax);
+      lsum += l[r] * corr[r];
+    }
+    m[r] = smax;
+    l[r] = lsum;
+  }
+  // acc[r] = acc[r] * corr[r] + sum_j p[r][j] * v[j]: per row, the same operations in the same
+  // order on every path.
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    // Four rows x up to four 16-float column chunks live in 16 zmm registers across the keys.
+    for (int r0 = 0; r0 < n_rows; r0 += 4) {
+      const int nr = std::min(4, n_rows - r0);
+      for (int c0 = 0; c0 < hd; c0 += 64) {
+        const int nc = std::min(4, (hd - c0) / 16);
+        __m512 a[4][4];
+        for (int r = 0; r < 4; ++r)
+          for (int cc = 0; cc < 4; ++cc)
+            a[r][cc] = (r < nr && cc < nc) ? _mm512_mul_ps(_mm512_loadu_ps(ar[r0 + r] + c0 + 16 * cc),
+                                                           _mm512_set1_ps(corr[r0 + r]))
+                                           : _mm512_setzero_ps();
+        for (int j = first; j <= last; ++j) {
+          const float* vr = vf + static_cast<int64_t>(j) * hd + c0;
+          __m512 v[4];
+          for (int cc = 0; cc < 4; ++cc) v[cc] = cc < nc ? _mm512_load_ps(vr + 16 * cc) : _mm512_setzero_ps();
+          for (int r = 0; r < 4; ++r) {
+            const __m512 pj = _mm512_set1_ps(p[r0 + r < n_rows ? r0 + r : r0][j]);
+            for (int cc = 0; cc < 4; ++cc) a[r][cc] = _mm512_fmadd_ps(pj, v[cc], a[r][cc]);
+          }
+        }
+        for (int r = 0; r < nr; ++r)
+          for (int cc = 0; cc < nc; ++cc) _mm512_storeu_ps(ar[r0 + r] + c0 + 16 * cc, a[r][cc]);
+      }
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < n_rows; ++r) {
+    float* a = ar[r];
+    if (corr[r] != 1.0f)
+      for (int e = 0; e < hd; ++e) a[e] *= corr[r];
+    for (int j = first; j <= last; ++j) {
+      const float pj = p[r][j];
+      const float* vr = vf + static_cast<int64_t>(j) * hd;
+      for (int e = 0; e < hd; ++e) a[e] += pj * vr[e];
+    }
+  }
+}
+
+// Any block size: one row at a time, plain loops.
+inline void attend_tile_row(const float* qr, const float* kt, const float* vf, int bs, int hd, int first, int last,
+                            float scale, float& m, float& l, float* ar) {
+  alignas(64) float s[kMaxBlockSize];
+  alignas(64) float p[kMaxBlockSize];
+  for (int j = 0; j < bs; ++j) s[j] = 0.0f;
+  for (int e = 0; e < hd; ++e)
+    for (int j = 0; j < bs; ++j) s[j] += qr[e] * kt[e * bs + j];
+  float smax = m;
+  for (int j = first; j <= last; ++j) smax = std::max(smax, s[j] *= scale);
+  float lsum = 0.0f;
+  for (int j = first; j <= last; ++j) lsum += (p[j] = fast_exp(s[j] - smax));
+  if (m != -INFINITY) {
+    const float corr = fast_exp(m - smax);
+    lsum += l * corr;
+    for (int e = 0; e < hd; ++e) ar[e] *= corr;
+  }
+  for (int j = first; j <= last; ++j)
+    for (int e = 0; e < hd; ++e) ar[e] += p[j] * vf[static_cast<int64_t>(j) * hd + e];
+  m = smax;
+  l = lsum;
+}
+
 template <typename KvT>
 void load_tile(const KvT* src, float* dst, int64_t n) {
   if constexpr (sizeof(KvT) == 2) convert_f16_to_f32(src, dst, n);
   else std::copy(src, src + n, dst);
 }
 
+// Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
+// query row, so no score matrix larger than one block tile is ever materialized. Each K tile is
+// converted once per chunk to f32 (the cache keeps K transposed, [head_dim][block]) so a row's
+// scores are head_dim vector FMAs across the block's keys; each row's arithmetic depends only on its own
+// position, never on the other rows of the chunk (batch invariance).
 template <typename KvT>
 void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
   const int hd = kv.head_dim;
   const int bs = kv.block_size;
   const int rows = c.n_q * c.group;
-  alignas(64) float kf[kMaxBlockSize * kMaxHeadDim];  // K tile [bs][hd]
-  alignas(64) float kt[kMaxHeadDim * kMaxBlockSize];  // K tile transposed [hd][bs]
+  alignas(64) float kt[kMaxHeadDim * kMaxBlockSize];  // K tile, transposed in the cache: [hd][bs]
   alignas(64) float vf[kMaxBlockSize * kMaxHeadDim];  // V tile [bs][hd]
   alignas(64) float acc[kMaxRows * kMaxHeadDim];      // [rows][hd]
-  alignas(64) float s[kMaxBlockSize];
   float m[kMaxRows], l[kMaxRows];
   std::fill(m, m + rows, -INFINITY);
   std::fill(l, l + rows, 0.0f);
@@ -151,46 +296,29 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
   const size_t tile_elems = static_cast<size_t>(bs) * hd;  // one (block, head) tile
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
     const size_t tile = (static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head) * tile_elems;
-    load_tile(static_cast<const KvT*>(kv.k) + tile, kf, static_cast<int64_t>(tile_elems));
+    load_tile(static_cast<const KvT*>(kv.k) + tile, kt, static_cast<int64_t>(tile_elems));
     load_tile(static_cast<const KvT*>(kv.v) + tile, vf, static_cast<int64_t>(tile_elems));
-    for (int j = 0; j < bs; ++j)
-      for (int e = 0; e < hd; ++e) kt[e * bs + j] = kf[j * hd + e];
     const int32_t base = bi * bs;
     for (int t = 0; t < c.n_q; ++t) {
       const int32_t lo = c.sliding_window > 0 ? std::max(0, c.pos[t] - c.sliding_window + 1) : 0;
       const int32_t first = std::max(lo, base) - base;
       const int32_t last = std::min(c.pos[t], base + bs - 1) - base;
       if (first > last) continue;
-      for (int h = 0; h < c.group; ++h) {
-        const int r = t * c.group + h;
-        const float* qr = c.q + t * c.q_stride + static_cast<int64_t>(h) * hd;
-        for (int j = 0; j < bs; ++j) s[j] = 0.0f;
-        for (int e = 0; e < hd; ++e) {
-          const float qe = qr[e];
-          const float* ke = kt + e * bs;
-          for (int j = 0; j < bs; ++j) s[j] += qe * ke[j];
+      for (int h0 = 0; h0 < c.group; h0 += kRowsPerPass) {
+        const int n_rows = std::min(kRowsPerPass, c.group - h0);
+        const float* qr[kRowsPerPass];
+        float* ar[kRowsPerPass];
+        for (int i = 0; i < n_rows; ++i) {
+          qr[i] = c.q + t * c.q_stride + static_cast<int64_t>(h0 + i) * hd;
+          ar[i] = acc + static_cast<int64_t>(t * c.group + h0 + i) * hd;
         }
-        float smax = m[r];
-        for (int j = first; j <= last; ++j) {
-          s[j] *= c.scale;
-          smax = std::max(smax, s[j]);
+        const int r0 = t * c.group + h0;
+        if (bs == 16) {
+          attend_tile16(qr, n_rows, kt, vf, hd, first, last, c.scale, m + r0, l + r0, ar);
+        } else {
+          for (int i = 0; i < n_rows; ++i)
+            attend_tile_row(qr[i], kt, vf, bs, hd, first, last, c.scale, m[r0 + i], l[r0 + i], ar[i]);
         }
-        float* ar = acc + static_cast<int64_t>(r) * hd;
-        float lsum = 0.0f;
-        if (m[r] != -INFINITY) {
-          const float corr = fast_exp(m[r] - smax);
-          lsum = l[r] * corr;
-          if (corr != 1.0f)
-            for (int e = 0; e < hd; ++e) ar[e] *= corr;
-        }
-        for (int j = first; j <= last; ++j) {
-          const float p = fast_exp(s[j] - smax);
-          lsum += p;
-          const float* vr = vf + static_cast<int64_t>(j) * hd;
-          for (int e = 0; e < hd; ++e) ar[e] += p * vr[e];
-        }
-        m[r] = smax;
-        l[r] = lsum;
       }
     }
   }
