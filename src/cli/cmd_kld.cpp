@@ -14,6 +14,7 @@
 #include "eval/kld.h"
 #include "eval/progress_meter.h"
 #include "eval/vocab_fingerprint.h"
+#include "eval/window_runner.h"
 
 namespace strata::cli {
 namespace {
@@ -28,6 +29,8 @@ struct KldOptions {
   int64_t ctx = 512;
   int64_t stride = 0;
   int64_t chunks = 0;
+  std::string kv_type = "f16";
+  std::string base_kv_type = "f16";
   bool json = false;
   // Which of the window options were given on the command line.
   bool ctx_set = false, stride_set = false, chunks_set = false;
@@ -42,9 +45,9 @@ std::unique_ptr<Model> load_one(const std::string& path, const std::string& toke
 }
 
 nlohmann::json result_json(const eval::KldResult& r, bool with_model) {
-  nlohmann::json j = {{"n_tokens", r.n_tokens},        {"n_windows", r.n_windows},
-                      {"n_ctx", r.n_ctx},              {"stride", r.stride},
-                      {"ppl_base", r.ppl_base},        {"ppl_base_stderr", r.ppl_base_stderr}};
+  nlohmann::json j = {{"n_tokens", r.n_tokens}, {"n_windows", r.n_windows},
+                      {"n_ctx", r.n_ctx},       {"stride", r.stride},
+                      {"ppl_base", r.ppl_base}, {"ppl_base_stderr", r.ppl_base_stderr}};
   if (!with_model) return j;
   j.update({{"kld_mean", r.kld_mean},
             {"kld_stderr", r.kld_stderr},
@@ -69,8 +72,10 @@ std::string result_text(const eval::KldResult& r, bool with_model) {
   char buf[1536];
   const long long n = r.n_tokens, w = r.n_windows, c = r.n_ctx, s = r.stride;
   if (!with_model) {
-    std::snprintf(buf, sizeof buf, "base run over %lld tokens (%lld windows of %lld, stride %lld)\nPPL base        : %.4f ± %.5f\n",
-                  n, w, c, s, r.ppl_base, r.ppl_base_stderr);
+    std::snprintf(
+        buf, sizeof buf,
+        "base run over %lld tokens (%lld windows of %lld, stride %lld)\nPPL base        : %.4f ± %.5f\n", n,
+        w, c, s, r.ppl_base, r.ppl_base_stderr);
     return buf;
   }
   std::snprintf(buf, sizeof buf,
@@ -84,9 +89,10 @@ std::string result_text(const eval::KldResult& r, bool with_model) {
                 "PPL model       : %.4f ± %.5f\n"
                 "ΔPPL            : %.5f ± %.5f (model - base)\n"
                 "ln(PPL ratio)   : %.6f ± %.6f\n",
-                n, w, c, s, r.kld_mean, r.kld_stderr, r.kld_median, r.kld_p90, r.kld_p95, r.kld_p99, r.kld_min,
-                r.kld_max, r.top1_agreement, r.top1_agreement_stderr, r.ppl_base, r.ppl_base_stderr, r.ppl_model,
-                r.ppl_model_stderr, r.delta_ppl, r.delta_ppl_stderr, r.ln_ppl_ratio, r.ln_ppl_ratio_stderr);
+                n, w, c, s, r.kld_mean, r.kld_stderr, r.kld_median, r.kld_p90, r.kld_p95, r.kld_p99,
+                r.kld_min, r.kld_max, r.top1_agreement, r.top1_agreement_stderr, r.ppl_base,
+                r.ppl_base_stderr, r.ppl_model, r.ppl_model_stderr, r.delta_ppl, r.delta_ppl_stderr,
+                r.ln_ppl_ratio, r.ln_ppl_ratio_stderr);
   return buf;
 }
 
@@ -97,7 +103,12 @@ void print_result(const eval::KldResult& r, bool with_model, bool json) {
 }
 
 void check_options(const KldOptions& o) {
-  if (o.base.empty() == o.base_logits.empty()) STRATA_THROW("give exactly one of --base MODEL or --base-logits FILE");
+  eval::parse_kv_cache_type(o.kv_type);
+  eval::parse_kv_cache_type(o.base_kv_type);
+  if (o.base.empty() == o.base_logits.empty())
+    STRATA_THROW("give exactly one of --base MODEL or --base-logits FILE");
+  if (!o.base_logits.empty() && eval::parse_kv_cache_type(o.base_kv_type) != TensorType::F16)
+    STRATA_THROW("--base-kv-type applies to a live --base run only");
   if (!o.base_logits.empty() && !o.save_base.empty())
     STRATA_THROW("--save-base needs --base (a saved base run is already saved)");
   if (o.model.model.empty() && o.save_base.empty())
@@ -108,8 +119,9 @@ void check_options(const KldOptions& o) {
 // A saved run fixes the text and the windows: options given anyway must agree with it.
 void check_saved_run(const KldOptions& o, const eval::BaseLogitsReader& reader, const Model& model) {
   const eval::BaseLogitsHeader& h = reader.header();
-  if (o.ctx_set && o.ctx != h.n_ctx) STRATA_THROW("--ctx ", o.ctx, " differs from the saved base run's ", h.n_ctx);
-  if (o.stride_set && (o.stride == 0 ? o.ctx : o.stride) != h.stride)
+  if (o.ctx_set && o.ctx != h.n_ctx)
+    STRATA_THROW("--ctx ", o.ctx, " differs from the saved base run's ", h.n_ctx);
+  if (o.stride_set && o.stride != h.stride)
     STRATA_THROW("--stride ", o.stride, " differs from the saved base run's ", h.stride);
   if (o.chunks_set && o.chunks != 0 && o.chunks != h.n_windows)
     STRATA_THROW("--chunks ", o.chunks, " differs from the saved base run's ", h.n_windows, " windows");
@@ -126,10 +138,11 @@ void run_saved(const KldOptions& o, Backend& backend) {
   std::unique_ptr<Model> model = load_one(o.model.model, o.model.tokenizer, backend);
   check_saved_run(o, reader, *model);
   eval::FileBaseSource source(reader);
+  eval::WindowRunner runner(*model, reader.plan().n_ctx, eval::parse_kv_cache_type(o.kv_type));
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
-  const eval::KldResult r = eval::evaluate_kld(source, model.get(), reader.header().tokens, reader.plan(),
-                                               reader.header().bos, nullptr,
-                                               [&](const eval::EvalProgress& p) { meter.update(p); });
+  const eval::KldResult r =
+      eval::evaluate_kld(source, &runner, reader.header().tokens, reader.plan(), reader.header().bos, nullptr,
+                         [&](const eval::EvalProgress& p) { meter.update(p); });
   meter.finish();
   print_result(r, true, o.json);
 }
@@ -144,9 +157,11 @@ void run_live(const KldOptions& o, Backend& backend) {
   }
   const Tokenizer& tok = base->tokenizer();
   const std::vector<int32_t> tokens = eval::tokenize_eval_text(tok, text);
-  const eval::WindowPlan plan = eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
+  const eval::WindowPlan plan =
+      eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
   if (plan.n_ctx > base->config().n_ctx_train)
-    log_warn("--ctx ", plan.n_ctx, " exceeds the base model's training context of ", base->config().n_ctx_train);
+    log_warn("--ctx ", plan.n_ctx, " exceeds the base model's training context of ",
+             base->config().n_ctx_train);
   log_info("kld: ", tokens.size(), " tokens, ", plan.windows.size(), " windows of ", plan.n_ctx, ", stride ",
            plan.stride, ", ", plan.n_scored(), " tokens scored");
   std::unique_ptr<eval::BaseLogitsWriter> writer;
@@ -161,10 +176,14 @@ void run_live(const KldOptions& o, Backend& backend) {
     h.tokens = tokens;
     writer = std::make_unique<eval::BaseLogitsWriter>(o.save_base, h);
   }
-  eval::ModelBaseSource source(*base, plan.n_ctx);
+  eval::ModelBaseSource source(*base, plan.n_ctx, eval::parse_kv_cache_type(o.base_kv_type));
+  std::unique_ptr<eval::WindowRunner> runner;
+  if (model)
+    runner = std::make_unique<eval::WindowRunner>(*model, plan.n_ctx, eval::parse_kv_cache_type(o.kv_type));
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
-  const eval::KldResult r = eval::evaluate_kld(source, model.get(), tokens, plan, eval::window_bos(tok), writer.get(),
-                                               [&](const eval::EvalProgress& p) { meter.update(p); });
+  const eval::KldResult r =
+      eval::evaluate_kld(source, runner.get(), tokens, plan, eval::window_bos(tok), writer.get(),
+                         [&](const eval::EvalProgress& p) { meter.update(p); });
   meter.finish();
   if (writer) {
     writer->finish();
@@ -182,7 +201,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("-f,--file", o->text_file, "Text file to evaluate");
   cmd.add_option("--save-base", o->save_base, "Also save the base run to FILE for later --base-logits runs");
   cmd.add_option("--base-logits", o->base_logits, "Use a base run saved with --save-base instead of --base");
-  cmd.add_option("-c,--ctx", o->ctx, "Tokens per window")
+  cmd.add_option("-c,--ctx", o->ctx, "Tokens per window (default 512)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 24))
       ->each([o](const std::string&) { o->ctx_set = true; });
   cmd.add_option("--stride", o->stride, "Window start step (default: --ctx); see `strata perplexity --help`")
@@ -191,7 +210,11 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--chunks", o->chunks, "Evaluate at most this many windows (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->each([o](const std::string&) { o->chunks_set = true; });
-  cmd.add_flag("--json", o->json, "Print one JSON object {kld_mean, kld_stderr, kld_p99, top1_agreement, ...}");
+  cmd.add_option("--kv-type", o->kv_type, "KV cache element type of the model: f16 (default) or f32");
+  cmd.add_option("--base-kv-type", o->base_kv_type,
+                 "KV cache element type of the base: f16 (default) or f32");
+  cmd.add_flag("--json", o->json,
+               "Print one JSON object {kld_mean, kld_stderr, kld_p99, top1_agreement, ...}");
   cmd.callback([o] {
     check_options(*o);
     std::unique_ptr<Backend> backend = make_cpu_backend(o->model.threads);

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "eval/perplexity.h"
 #include "eval/progress_meter.h"
+#include "eval/window_runner.h"
 
 namespace strata::cli {
 namespace {
@@ -21,6 +22,7 @@ struct PerplexityOptions {
   int64_t ctx = 512;
   int64_t stride = 0;
   int64_t chunks = 0;
+  std::string kv_type = "f16";
   bool json = false;
 };
 
@@ -45,9 +47,10 @@ void print_result(const eval::PerplexityResult& r, bool json) {
                   "scored tokens  : %lld of %lld (%lld windows of %lld, stride %lld)\n"
                   "mean NLL       : %.5f +/- %.5f nats/token\n"
                   "top-1 accuracy : %.2f %%\n",
-                  r.ppl, r.ppl_stderr, static_cast<long long>(r.n_tokens), static_cast<long long>(r.n_text_tokens),
-                  static_cast<long long>(r.n_windows), static_cast<long long>(r.n_ctx),
-                  static_cast<long long>(r.stride), r.nll_mean, r.nll_stderr, r.top1_accuracy);
+                  r.ppl, r.ppl_stderr, static_cast<long long>(r.n_tokens),
+                  static_cast<long long>(r.n_text_tokens), static_cast<long long>(r.n_windows),
+                  static_cast<long long>(r.n_ctx), static_cast<long long>(r.stride), r.nll_mean, r.nll_stderr,
+                  r.top1_accuracy);
     out = buf;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -55,18 +58,20 @@ void print_result(const eval::PerplexityResult& r, bool json) {
 }
 
 void run(const PerplexityOptions& o) {
+  const TensorType kv_type = eval::parse_kv_cache_type(o.kv_type);
   const std::string text = read_text_file(o.text_file);
   LoadedModel lm = load_model(o.model);
   Model& model = *lm.model;
   const std::vector<int32_t> tokens = eval::tokenize_eval_text(model.tokenizer(), text);
-  const eval::WindowPlan plan = eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
+  const eval::WindowPlan plan =
+      eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
   if (plan.n_ctx > model.config().n_ctx_train)
     log_warn("--ctx ", plan.n_ctx, " exceeds the model's training context of ", model.config().n_ctx_train);
-  log_info("perplexity: ", tokens.size(), " tokens, ", plan.windows.size(), " windows of ", plan.n_ctx, ", stride ",
-           plan.stride, ", ", plan.n_scored(), " tokens scored");
+  log_info("perplexity: ", tokens.size(), " tokens, ", plan.windows.size(), " windows of ", plan.n_ctx,
+           ", stride ", plan.stride, ", ", plan.n_scored(), " tokens scored");
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "perplexity");
-  const eval::PerplexityResult r =
-      eval::evaluate_perplexity(model, tokens, plan, [&](const eval::EvalProgress& p) { meter.update(p); });
+  const eval::PerplexityResult r = eval::evaluate_perplexity(
+      model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); });
   meter.finish();
   print_result(r, o.json);
 }
@@ -75,13 +80,15 @@ void setup(CLI::App& cmd) {
   auto o = std::make_shared<PerplexityOptions>();
   add_model_options(cmd, o->model);
   cmd.add_option("-f,--file", o->text_file, "Text file to evaluate")->required();
-  cmd.add_option("-c,--ctx", o->ctx, "Tokens per window")->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
+  cmd.add_option("-c,--ctx", o->ctx, "Tokens per window (default 512)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
   cmd.add_option("--stride", o->stride,
                  "Window start step (default: --ctx, non-overlapping). Each window scores its last "
                  "min(stride, ctx - 1 - ctx/2) predictions")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd.add_option("--chunks", o->chunks, "Evaluate at most this many windows (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd.add_option("--kv-type", o->kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32");
   cmd.add_flag("--json", o->json, "Print one JSON object {ppl, ppl_stderr, n_tokens, ...}");
   cmd.callback([o] { run(*o); });
 }

@@ -94,7 +94,8 @@ BaseLogitsWriter::~BaseLogitsWriter() {
 
 void BaseLogitsWriter::put(const void* data, size_t n) {
   checksum_ = fnv1a(checksum_, static_cast<const unsigned char*>(data), n);
-  if (n > 0 && std::fwrite(data, 1, n, file_) != n) STRATA_THROW(partial_path_, ": write error: ", std::strerror(errno));
+  if (n > 0 && std::fwrite(data, 1, n, file_) != n)
+    STRATA_THROW(partial_path_, ": write error: ", std::strerror(errno));
 }
 
 void BaseLogitsWriter::write_row(const BaseRow& row) {
@@ -155,9 +156,11 @@ void BaseLogitsReader::validate_header() {
     STRATA_THROW("not a Strata base logits file (bad magic or too short)");
   if (const uint32_t v = load<uint32_t>(d + 8); v != kVersion)
     STRATA_THROW("unsupported base logits version ", v, " (this build reads version ", kVersion, ")");
-  const uint64_t n_vocab = load<uint32_t>(d + 12), n_ctx = load<uint64_t>(d + 16), stride = load<uint64_t>(d + 24);
+  const uint64_t n_vocab = load<uint32_t>(d + 12), n_ctx = load<uint64_t>(d + 16),
+                 stride = load<uint64_t>(d + 24);
   const uint64_t n_windows = load<uint64_t>(d + 32), n_tokens = load<uint64_t>(d + 40);
-  if (n_vocab < 1 || n_vocab > static_cast<uint64_t>(kMaxVocab)) STRATA_THROW("bad vocabulary size ", n_vocab);
+  if (n_vocab < 1 || n_vocab > static_cast<uint64_t>(kMaxVocab))
+    STRATA_THROW("bad vocabulary size ", n_vocab);
   if (n_ctx < 4 || n_ctx > static_cast<uint64_t>(kMaxCtx)) STRATA_THROW("bad context size ", n_ctx);
   // Every window advances by `stride` inside the text, so a stride beyond the text is as good
   // as any other single-window stride; bounding it keeps the arithmetic far from overflow.
@@ -165,7 +168,8 @@ void BaseLogitsReader::validate_header() {
   if (n_windows < 1) STRATA_THROW("no windows");
   if (n_tokens > (size - kHeaderBytes - kChecksumBytes) / sizeof(int32_t))
     STRATA_THROW("truncated: ", n_tokens, " tokens do not fit in ", size, " bytes");
-  if (n_tokens < n_ctx) STRATA_THROW("the text (", n_tokens, " tokens) is shorter than one window (", n_ctx, ")");
+  if (n_tokens < n_ctx)
+    STRATA_THROW("the text (", n_tokens, " tokens) is shorter than one window (", n_ctx, ")");
   header_.n_vocab = static_cast<int64_t>(n_vocab);
   header_.n_ctx = static_cast<int64_t>(n_ctx);
   header_.stride = static_cast<int64_t>(stride);
@@ -187,20 +191,23 @@ void BaseLogitsReader::validate_header() {
   record_bytes_ = kRecordFixedBytes + 2 * n_vocab;
   const size_t room = size - records_offset_ - kChecksumBytes;
   if (room / record_bytes_ != static_cast<size_t>(n_rows_) || room % record_bytes_ != 0)
-    STRATA_THROW("size mismatch: expected ", n_rows_, " records of ", record_bytes_, " bytes, found ", room, " bytes");
+    STRATA_THROW("size mismatch: expected ", n_rows_, " records of ", record_bytes_, " bytes, found ", room,
+                 " bytes");
 }
 
 void BaseLogitsReader::validate_records() const {
   const uint8_t* d = file_.data();
   const size_t body = file_.size() - kChecksumBytes;
-  if (fnv1a(kFnvOffset, d, body) != load<uint64_t>(d + body)) STRATA_THROW("checksum mismatch (corrupted file)");
+  if (fnv1a(kFnvOffset, d, body) != load<uint64_t>(d + body))
+    STRATA_THROW("checksum mismatch (corrupted file)");
   for (int64_t i = 0; i < n_rows_; ++i) {
     const uint8_t* r = d + records_offset_ + static_cast<size_t>(i) * record_bytes_;
     const float nll = load<float>(r), lo = load<float>(r + 8), step = load<float>(r + 12);
     const int32_t top1 = load<int32_t>(r + 4);
     // -log p is >= 0; a float rounding of a probability of 1 may land a hair below.
     if (!std::isfinite(nll) || nll < -1e-3f) STRATA_THROW("record ", i, ": bad NLL ", nll);
-    if (top1 < 0 || top1 >= header_.n_vocab) STRATA_THROW("record ", i, ": top-1 id ", top1, " outside the vocabulary");
+    if (top1 < 0 || top1 >= header_.n_vocab)
+      STRATA_THROW("record ", i, ": top-1 id ", top1, " outside the vocabulary");
     // The top level lo + 65535 * step is the row's largest log-probability: at most 0 and at
     // least -ln(n_vocab) (the largest of n probabilities is >= 1/n); the range is <= 40 nats.
     // The slack covers float rounding of lo and step.

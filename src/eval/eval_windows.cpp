@@ -32,8 +32,8 @@ WindowPlan plan_windows(int64_t n_tokens, const WindowPlanOptions& o) {
   return plan;
 }
 
-std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan, const EvalWindow& w,
-                                   int32_t bos) {
+std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan,
+                                   const EvalWindow& w, int32_t bos) {
   STRATA_CHECK(w.start >= 0 && w.start + plan.n_ctx <= static_cast<int64_t>(text.size()));
   std::vector<int32_t> tokens(text.begin() + w.start, text.begin() + w.start + plan.n_ctx);
   if (bos >= 0) tokens[0] = bos;

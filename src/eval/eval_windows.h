@@ -44,7 +44,7 @@ WindowPlan plan_windows(int64_t n_tokens, const WindowPlanOptions& options);
 
 // The tokens a window is evaluated on: text[start, start + n_ctx) with the first one replaced
 // by `bos` when bos >= 0.
-std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan, const EvalWindow& w,
-                                   int32_t bos);
+std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan,
+                                   const EvalWindow& w, int32_t bos);
 
 }  // namespace strata::eval

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 
 #include "core/check.h"
 #include "eval/log_softmax.h"
@@ -55,8 +54,8 @@ KldResult KldAccumulator::result() const {
   r.ln_ppl_ratio = nll_.x().mean() - nll_.y().mean();
   r.ln_ppl_ratio_stderr = std::sqrt(std::max(0.0, var_m + var_b - 2.0 * cov));
   r.delta_ppl = pm.ppl - pb.ppl;
-  r.delta_ppl_stderr = std::sqrt(std::max(
-      0.0, pm.ppl * pm.ppl * var_m + pb.ppl * pb.ppl * var_b - 2.0 * pm.ppl * pb.ppl * cov));
+  r.delta_ppl_stderr = std::sqrt(
+      std::max(0.0, pm.ppl * pm.ppl * var_m + pb.ppl * pb.ppl * var_b - 2.0 * pm.ppl * pb.ppl * cov));
   return r;
 }
 
@@ -90,17 +89,16 @@ void run_window(BaseSource& base, WindowRunner* model, const std::vector<int32_t
 
 }  // namespace
 
-KldResult evaluate_kld(BaseSource& base, Model* model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                       int32_t bos, BaseLogitsWriter* save, const ProgressFn& progress) {
-  std::unique_ptr<WindowRunner> runner;
-  if (model) runner = std::make_unique<WindowRunner>(*model, plan.n_ctx);
+KldResult evaluate_kld(BaseSource& base, WindowRunner* model, const std::vector<int32_t>& text,
+                       const WindowPlan& plan, int32_t bos, BaseLogitsWriter* save,
+                       const ProgressFn& progress) {
   KldAccumulator acc;
   RunningStats base_nll;
   BaseRow row;
   EvalProgress p;
   p.n_windows = static_cast<int64_t>(plan.windows.size());
   for (const EvalWindow& w : plan.windows) {
-    run_window(base, runner.get(), text, w, window_tokens(text, plan, w, bos), save, acc, base_nll, row);
+    run_window(base, model, text, w, window_tokens(text, plan, w, bos), save, acc, base_nll, row);
     ++p.windows_done;
     p.tokens_scored = base_nll.count();
     p.running_ppl = perplexity_from_nll(model ? acc.model_nll_stats() : base_nll).ppl;

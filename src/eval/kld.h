@@ -41,17 +41,19 @@ class KldAccumulator {
   const RunningStats& model_nll_stats() const { return nll_.x(); }
 
  private:
-  std::vector<double> kld_;        // [positions]
+  std::vector<double> kld_;         // [positions]
   std::vector<double> model_logp_;  // [n_vocab] scratch
-  PairedStats nll_;                // (model NLL, base NLL)
+  PairedStats nll_;                 // (model NLL, base NLL)
   RunningStats kld_stats_;
   int64_t n_agree_ = 0;
 };
 
-// Evaluates every window of `plan`: the base rows come from `base`; `model` may be null (only
-// the base run is saved then, and the result holds only ppl_base). When `save` is given, every
-// base row is written to it (the caller finishes the writer).
-KldResult evaluate_kld(BaseSource& base, Model* model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                       int32_t bos, BaseLogitsWriter* save, const ProgressFn& progress = {});
+// Evaluates every window of `plan`: the base rows come from `base`, the model's from `model`, a
+// runner over the model under test made with plan.n_ctx. `model` may be null: only the base run
+// is saved then, and the result holds only ppl_base. When `save` is given, every base row is
+// written to it (the caller finishes the writer).
+KldResult evaluate_kld(BaseSource& base, WindowRunner* model, const std::vector<int32_t>& text,
+                       const WindowPlan& plan, int32_t bos, BaseLogitsWriter* save,
+                       const ProgressFn& progress = {});
 
 }  // namespace strata::eval

@@ -26,7 +26,8 @@ void log_softmax_impl(const T* values, int64_t n, std::vector<double>& out) {
   // the low bits of log(sum) in the addition.
   const double log_sum = std::log(sum);
   out.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = (static_cast<double>(values[i]) - max_v) - log_sum;
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = (static_cast<double>(values[i]) - max_v) - log_sum;
 }
 
 template <typename T>
@@ -48,7 +49,11 @@ void log_softmax(const double* values, int64_t n_vocab, std::vector<double>& out
   log_softmax_impl(values, n_vocab, out);
 }
 
-int32_t argmax(const float* values, int64_t n_vocab) { return argmax_impl(values, n_vocab); }
-int32_t argmax(const double* values, int64_t n_vocab) { return argmax_impl(values, n_vocab); }
+int32_t argmax(const float* values, int64_t n_vocab) {
+  return argmax_impl(values, n_vocab);
+}
+int32_t argmax(const double* values, int64_t n_vocab) {
+  return argmax_impl(values, n_vocab);
+}
 
 }  // namespace strata::eval

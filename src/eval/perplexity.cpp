@@ -13,12 +13,14 @@ std::vector<int32_t> tokenize_eval_text(const Tokenizer& tok, std::string_view t
   return ids;
 }
 
-int32_t window_bos(const Tokenizer& tok) { return tok.add_bos() && tok.bos() >= 0 ? tok.bos() : -1; }
+int32_t window_bos(const Tokenizer& tok) {
+  return tok.add_bos() && tok.bos() >= 0 ? tok.bos() : -1;
+}
 
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                                     const ProgressFn& progress) {
+                                     TensorType kv_type, const ProgressFn& progress) {
   const int32_t bos = window_bos(model.tokenizer());
-  WindowRunner runner(model, plan.n_ctx);
+  WindowRunner runner(model, plan.n_ctx, kv_type);
   const int64_t n_vocab = runner.n_vocab();
   RunningStats nll;
   int64_t n_top1 = 0;
@@ -49,7 +51,8 @@ PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& t
   r.nll_mean = nll.mean();
   r.nll_stderr = nll.stderr_of_mean();
   r.n_tokens = nll.count();
-  r.top1_accuracy = r.n_tokens > 0 ? 100.0 * static_cast<double>(n_top1) / static_cast<double>(r.n_tokens) : 0.0;
+  r.top1_accuracy =
+      r.n_tokens > 0 ? 100.0 * static_cast<double>(n_top1) / static_cast<double>(r.n_tokens) : 0.0;
   r.n_windows = p.n_windows;
   r.n_text_tokens = static_cast<int64_t>(text.size());
   r.n_ctx = plan.n_ctx;

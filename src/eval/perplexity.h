@@ -31,19 +31,20 @@ using ProgressFn = std::function<void(const EvalProgress&)>;
 
 struct PerplexityResult {
   double ppl = 0.0;
-  double ppl_stderr = 0.0;      // standard error propagated from the NLL's
-  double nll_mean = 0.0;        // mean negative log-likelihood (nats per token)
-  double nll_stderr = 0.0;      // standard error of nll_mean
-  double top1_accuracy = 0.0;   // % of scored tokens that were the model's argmax
-  int64_t n_tokens = 0;         // scored tokens
+  double ppl_stderr = 0.0;     // standard error propagated from the NLL's
+  double nll_mean = 0.0;       // mean negative log-likelihood (nats per token)
+  double nll_stderr = 0.0;     // standard error of nll_mean
+  double top1_accuracy = 0.0;  // % of scored tokens that were the model's argmax
+  int64_t n_tokens = 0;        // scored tokens
   int64_t n_windows = 0;
-  int64_t n_text_tokens = 0;    // tokens in the whole text
+  int64_t n_text_tokens = 0;  // tokens in the whole text
   int64_t n_ctx = 0;
   int64_t stride = 0;
 };
 
-// Evaluates every window of `plan` over `text` (token ids, validated by the session).
+// Evaluates every window of `plan` over `text` (token ids, validated by the session) with a KV
+// cache of kv_type (F16 or F32).
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                                     const ProgressFn& progress = {});
+                                     TensorType kv_type = TensorType::F16, const ProgressFn& progress = {});
 
 }  // namespace strata::eval

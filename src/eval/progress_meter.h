@@ -24,7 +24,8 @@ class ProgressMeter {
 
   // One frame without the carriage return: "label [#####-----] 3/10 windows | 1536 tokens |
   // PPL 12.3456 | 850 scored tok/s | ETA 0:12". elapsed_s: time since the start.
-  static std::string render(const std::string& label, const EvalProgress& p, double elapsed_s, int width = 24);
+  static std::string render(const std::string& label, const EvalProgress& p, double elapsed_s,
+                            int width = 24);
 
  private:
   bool enabled_;

@@ -15,7 +15,9 @@ void RunningStats::add(double x) {
   m2_ += delta * (x - mean_);
 }
 
-double RunningStats::variance() const { return n_ < 2 ? 0.0 : std::max(0.0, m2_ / static_cast<double>(n_)); }
+double RunningStats::variance() const {
+  return n_ < 2 ? 0.0 : std::max(0.0, m2_ / static_cast<double>(n_));
+}
 
 double RunningStats::stderr_of_mean() const {
   return n_ < 2 ? 0.0 : std::sqrt(variance() / static_cast<double>(n_ - 1));
@@ -29,7 +31,9 @@ void PairedStats::add(double x, double y) {
   c_ += dx * (y - y_.mean());
 }
 
-double PairedStats::covariance() const { return count() < 2 ? 0.0 : c_ / static_cast<double>(count()); }
+double PairedStats::covariance() const {
+  return count() < 2 ? 0.0 : c_ / static_cast<double>(count());
+}
 
 double PairedStats::covariance_of_means() const {
   return count() < 2 ? 0.0 : covariance() / static_cast<double>(count() - 1);

@@ -39,15 +39,15 @@ uint64_t vocab_fingerprint(const Tokenizer& tok) {
 
 void check_same_vocab(const Tokenizer& base, const Tokenizer& model) {
   if (base.n_vocab() != model.n_vocab())
-    STRATA_THROW("the base and the model have different vocabularies (", base.n_vocab(), " vs ", model.n_vocab(),
-                 " tokens)");
+    STRATA_THROW("the base and the model have different vocabularies (", base.n_vocab(), " vs ",
+                 model.n_vocab(), " tokens)");
   for (int32_t id = 0; id < base.n_vocab(); ++id) {
     if (base.token_text(id) != model.token_text(id) || base.token_kind(id) != model.token_kind(id))
       STRATA_THROW("the base and the model have different vocabularies (token ", id, " differs)");
   }
   if (window_bos(base) != window_bos(model))
-    STRATA_THROW("the base and the model disagree on the BOS token (", window_bos(base), " vs ", window_bos(model),
-                 ")");
+    STRATA_THROW("the base and the model disagree on the BOS token (", window_bos(base), " vs ",
+                 window_bos(model), ")");
 }
 
 }  // namespace strata::eval

@@ -1,16 +1,27 @@
 #include "eval/window_runner.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/check.h"
+#include "core/tensor_type.h"
 
 namespace strata::eval {
 
-WindowRunner::WindowRunner(Model& model, int64_t n_ctx) : session_(model, n_ctx), n_vocab_(model.config().n_vocab) {}
+TensorType parse_kv_cache_type(std::string_view name) {
+  const std::optional<TensorType> t = tensor_type_from_name(name);
+  if (!t || (*t != TensorType::F16 && *t != TensorType::F32))
+    STRATA_THROW("unsupported KV cache type '", name, "' (use f16 or f32)");
+  return *t;
+}
+
+WindowRunner::WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type)
+    : session_(model, n_ctx, kv_type), n_vocab_(model.config().n_vocab) {}
 
 void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w) {
   STRATA_CHECK(static_cast<int64_t>(tokens.size()) <= session_.n_ctx());
-  STRATA_CHECK(w.score_begin >= 0 && w.n_score > 0 && w.score_begin + w.n_score < static_cast<int64_t>(tokens.size()));
+  STRATA_CHECK(w.score_begin >= 0 && w.n_score > 0 &&
+               w.score_begin + w.n_score < static_cast<int64_t>(tokens.size()));
   tokens_ = tokens;
   session_.reset();
   next_row_ = w.score_begin;

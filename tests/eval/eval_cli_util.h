@@ -18,7 +18,9 @@
 
 namespace strata::test {
 
-inline std::string stories260k() { return shared_path("models/stories260K/stories260K.gguf"); }
+inline std::string stories260k() {
+  return shared_path("models/stories260K/stories260K.gguf");
+}
 inline std::string synth_tiny(const std::string& type) {
   return shared_path("models/synth-tiny/synth-tiny-" + type + ".gguf");
 }

@@ -206,11 +206,13 @@ TEST_F(BaseLogitsFile, DamagedFieldsAreRejected) {
       {"step -1", [r0](std::string& b) { poke<float>(b, r0 + 12, -1.0f); }},
       {"step huge", [r0](std::string& b) { poke<float>(b, r0 + 12, 3e38f); }},
       {"range above 0", [r0](std::string& b) { poke<float>(b, r0 + 8, 0.5f); }},
-      {"range too wide", [r0](std::string& b) {
+      {"range too wide",
+       [r0](std::string& b) {
          poke<float>(b, r0 + 8, -100.0f);
          poke<float>(b, r0 + 12, 100.0f / 65535.0f);
        }},
-      {"top below -ln(vocab)", [r0](std::string& b) {
+      {"top below -ln(vocab)",
+       [r0](std::string& b) {
          poke<float>(b, r0 + 8, -30.0f);
          poke<float>(b, r0 + 12, 0.0f);
        }},

@@ -11,16 +11,31 @@ const char* const kShortText =
     "Once upon a time, a small dog named Max found a red ball in the garden. He ran to his friend "
     "Sue and they played all day. When the sun went down, they sat under a big tree and smiled.";
 
-std::string data_text() { return source_dir() + "/data/stories260K-sampled.txt"; }
+std::string data_text() {
+  return source_dir() + "/data/stories260K-sampled.txt";
+}
 
 void expect_rel_near(double got, double want, double rel, const char* what) {
   EXPECT_NEAR(got, want, rel * std::max(std::abs(want), 1e-12)) << what;
 }
 
+// Runs a command that must fail with one clean line on stderr containing `message`.
+void expect_clean_error(std::vector<std::string> args, const std::string& message) {
+  args.insert(args.begin(), strata_binary());
+  const CommandResult r = run_command(args);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  const size_t first_error = r.err.find("error");
+  ASSERT_NE(first_error, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n', first_error), r.err.size() - 1) << "more than one error line: " << r.err;
+}
+
 using PerplexityCli = EvalCliTest;
 using KldCli = EvalCliTest;
 
-void check_perplexity_against_logits(const std::string& text_file, const std::string& text, int ctx, int stride) {
+void check_perplexity_against_logits(const std::string& text_file, const std::string& text, int ctx,
+                                     int stride) {
   const std::vector<int32_t> tokens = tokenize_with_logits_cmd(stories260k(), text);
   ASSERT_GT(tokens.size(), 3u * ctx);
   const std::vector<ScoredRow> rows = scored_rows(stories260k(), tokens, ctx, stride, tokens[0]);
@@ -31,8 +46,8 @@ void check_perplexity_against_logits(const std::string& text_file, const std::st
     top1 += argmax_of(r.logits) == static_cast<size_t>(r.target);
   }
   const MeanAndError e = mean_and_error(nll);
-  const nlohmann::json j = run_json({"perplexity", "-m", stories260k(), "-f", text_file, "--ctx", std::to_string(ctx),
-                                     "--stride", std::to_string(stride), "--json"});
+  const nlohmann::json j = run_json({"perplexity", "-m", stories260k(), "-f", text_file, "--ctx",
+                                     std::to_string(ctx), "--stride", std::to_string(stride), "--json"});
   EXPECT_EQ(j["n_tokens"].get<int64_t>(), static_cast<int64_t>(rows.size()));
   expect_rel_near(j["ppl"].get<double>(), std::exp(e.mean), 1e-5, "ppl");
   expect_rel_near(j["ppl_stderr"].get<double>(), std::exp(e.mean) * e.stderr_of_mean, 1e-4, "ppl_stderr");
@@ -60,8 +75,8 @@ nlohmann::json greedy_perplexity(const std::string& file, std::string text) {
 }
 
 TEST_F(PerplexityCli, GreedyTextIsPredictedWithCertainty) {
-  const CommandResult gen =
-      run_command({strata_binary(), "run", "-m", stories260k(), "-p", "", "--temp", "0", "-n", "300", "-t", "2"});
+  const CommandResult gen = run_command(
+      {strata_binary(), "run", "-m", stories260k(), "-p", "", "--temp", "0", "-n", "300", "-t", "2"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   const nlohmann::json own = greedy_perplexity(path("greedy.txt"), gen.out);
   EXPECT_GE(own["n_tokens"].get<int64_t>(), 140);
@@ -74,8 +89,8 @@ TEST_F(PerplexityCli, GreedyTextIsPredictedWithCertainty) {
   EXPECT_EQ(ref["top1_accuracy"].get<double>(), 100.0);
   EXPECT_LT(ref["ppl"].get<double>(), 2.0);
   // A text sampled at temperature 1 is far less predictable.
-  const nlohmann::json sampled =
-      run_json({"perplexity", "-m", stories260k(), "-f", data_text(), "--ctx", "256", "--chunks", "4", "--json"});
+  const nlohmann::json sampled = run_json(
+      {"perplexity", "-m", stories260k(), "-f", data_text(), "--ctx", "256", "--chunks", "4", "--json"});
   EXPECT_GT(sampled["ppl"].get<double>(), 2.0 * own["ppl"].get<double>());
   EXPECT_LT(sampled["top1_accuracy"].get<double>(), 80.0);
 }
@@ -109,8 +124,8 @@ void check_kld_against_logits(const std::string& text_file, const std::string& t
     agree += argmax_of(b[i].logits) == argmax_of(m[i].logits);
   }
   const MeanAndError k = mean_and_error(kld), eb = mean_and_error(nll_b), em = mean_and_error(nll_m);
-  const nlohmann::json j = run_json(
-      {"kld", "--base", base, "-m", model, "-f", text_file, "--ctx", std::to_string(ctx), "--json"});
+  const nlohmann::json j =
+      run_json({"kld", "--base", base, "-m", model, "-f", text_file, "--ctx", std::to_string(ctx), "--json"});
   EXPECT_EQ(j["n_tokens"].get<int64_t>(), static_cast<int64_t>(kld.size()));
   expect_rel_near(j["kld_mean"].get<double>(), k.mean, 1e-4, "kld_mean");
   expect_rel_near(j["kld_stderr"].get<double>(), k.stderr_of_mean, 1e-3, "kld_stderr");
@@ -124,19 +139,40 @@ void check_kld_against_logits(const std::string& text_file, const std::string& t
 }
 
 TEST_F(KldCli, MatchesDirectComputationFromLogits) {
-  check_kld_against_logits(write_text("short.txt", kShortText), kShortText, synth_tiny("f32"), synth_tiny("q4_0"),
-                           16);
+  check_kld_against_logits(write_text("short.txt", kShortText), kShortText, synth_tiny("f32"),
+                           synth_tiny("q4_0"), 16);
 }
 
 TEST_F(KldCli, ModelAgainstItselfIsZero) {
-  const nlohmann::json j = run_json({"kld", "--base", stories260k(), "-m", stories260k(), "-f", data_text(), "--ctx",
-                                     "64", "--chunks", "6", "--json"});
+  const nlohmann::json j = run_json({"kld", "--base", stories260k(), "-m", stories260k(), "-f", data_text(),
+                                     "--ctx", "64", "--chunks", "6", "--json"});
   EXPECT_EQ(j["n_tokens"].get<int64_t>(), 6 * 31);
   EXPECT_EQ(j["kld_mean"].get<double>(), 0.0);
   EXPECT_EQ(j["kld_max"].get<double>(), 0.0);
   EXPECT_EQ(j["top1_agreement"].get<double>(), 100.0);
   EXPECT_EQ(j["ppl_base"].get<double>(), j["ppl_model"].get<double>());
   EXPECT_EQ(j["delta_ppl"].get<double>(), 0.0);
+}
+
+TEST_F(KldCli, KvCacheTypeIsJudgedLikeWeights) {
+  const std::vector<std::string> common = {"kld",         "--base",   stories260k(), "-m",
+                                           stories260k(), "-f",       data_text(),   "--ctx",
+                                           "128",         "--chunks", "4",           "--json"};
+  auto with = [&](const std::string& base_kv, const std::string& kv) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--base-kv-type", base_kv, "--kv-type", kv});
+    return run_json(args);
+  };
+  // Identical caches: identical distributions.
+  EXPECT_EQ(with("f32", "f32")["kld_mean"].get<double>(), 0.0);
+  // An F16 cache rounds K and V to 11 significant bits: a small, non-zero divergence.
+  const nlohmann::json f16 = with("f32", "f16");
+  EXPECT_GT(f16["kld_mean"].get<double>(), 0.0);
+  EXPECT_LT(f16["kld_mean"].get<double>(), 1e-4);
+  EXPECT_GT(f16["top1_agreement"].get<double>(), 99.0);
+  expect_clean_error(
+      {"kld", "--base", stories260k(), "-m", stories260k(), "-f", data_text(), "--kv-type", "q4_0"},
+      "unsupported KV cache type");
 }
 
 TEST_F(KldCli, SavedBaseRunGivesTheSameNumbersAndQ4DivergesMoreThanQ8) {
@@ -147,7 +183,8 @@ TEST_F(KldCli, SavedBaseRunGivesTheSameNumbersAndQ4DivergesMoreThanQ8) {
     args.push_back("--json");
     return run_json(args);
   };
-  const nlohmann::json live_q8 = with({"kld", "--base", synth_tiny("f32"), "-m", synth_tiny("q8_0"), "--save-base", base, "--json"});
+  const nlohmann::json live_q8 =
+      with({"kld", "--base", synth_tiny("f32"), "-m", synth_tiny("q8_0"), "--save-base", base, "--json"});
   ASSERT_TRUE(std::filesystem::exists(base));
   const nlohmann::json q8 = run_json({"kld", "--base-logits", base, "-m", synth_tiny("q8_0"), "--json"});
   const nlohmann::json q4 = run_json({"kld", "--base-logits", base, "-m", synth_tiny("q4_0"), "--json"});
@@ -163,56 +200,51 @@ TEST_F(KldCli, SavedBaseRunGivesTheSameNumbersAndQ4DivergesMoreThanQ8) {
   EXPECT_GT(q4["kld_p99"].get<double>(), q8["kld_p99"].get<double>());
   EXPECT_LE(q4["top1_agreement"].get<double>(), q8["top1_agreement"].get<double>());
   EXPECT_GT(q8["kld_mean"].get<double>(), 0.0);
-  for (const char* key : {"kld_mean", "kld_stderr", "kld_p99", "top1_agreement", "ppl_base", "ppl_model", "n_tokens"})
+  for (const char* key :
+       {"kld_mean", "kld_stderr", "kld_p99", "top1_agreement", "ppl_base", "ppl_model", "n_tokens"})
     EXPECT_TRUE(q4.contains(key)) << key;
 }
 
 TEST_F(KldCli, OnlySavingTheBaseRunReportsItsPerplexity) {
-  const nlohmann::json saved = run_json({"kld", "--base", stories260k(), "-f", data_text(), "--ctx", "64", "--chunks",
-                                         "3", "--save-base", path("b.kld"), "--json"});
-  const nlohmann::json ppl =
-      run_json({"perplexity", "-m", stories260k(), "-f", data_text(), "--ctx", "64", "--chunks", "3", "--json"});
+  const nlohmann::json saved = run_json({"kld", "--base", stories260k(), "-f", data_text(), "--ctx", "64",
+                                         "--chunks", "3", "--save-base", path("b.kld"), "--json"});
+  const nlohmann::json ppl = run_json(
+      {"perplexity", "-m", stories260k(), "-f", data_text(), "--ctx", "64", "--chunks", "3", "--json"});
   EXPECT_EQ(saved["n_tokens"], ppl["n_tokens"]);
   EXPECT_DOUBLE_EQ(saved["ppl_base"].get<double>(), ppl["ppl"].get<double>());
   EXPECT_FALSE(saved.contains("kld_mean"));
-}
-
-// Runs a command that must fail with one clean line on stderr containing `message`.
-void expect_clean_error(std::vector<std::string> args, const std::string& message) {
-  args.insert(args.begin(), strata_binary());
-  const CommandResult r = run_command(args);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-  const size_t first_error = r.err.find("error");
-  ASSERT_NE(first_error, std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find('\n', first_error), r.err.size() - 1) << "more than one error line: " << r.err;
 }
 
 TEST_F(KldCli, BadInputsAreCleanErrors) {
   const std::string text = data_text(), short_text = write_text("short.txt", "Hi.");
   const std::string hf = shared_path("models/tinystories656k");
   expect_clean_error({"perplexity", "-m", stories260k(), "-f", path("missing.txt")}, "cannot open");
-  expect_clean_error({"perplexity", "-m", stories260k(), "-f", short_text, "--ctx", "64"}, "fewer than one window");
+  expect_clean_error({"perplexity", "-m", stories260k(), "-f", short_text, "--ctx", "64"},
+                     "fewer than one window");
   expect_clean_error({"perplexity", "-m", stories260k(), "-f", write_text("empty.txt", "")}, "empty");
   expect_clean_error({"kld", "--base", stories260k(), "-m", hf, "-f", text}, "different vocabularies");
   expect_clean_error({"kld", "-m", stories260k(), "-f", text}, "--base");
   expect_clean_error({"kld", "--base", stories260k(), "-f", text}, "-m MODEL");
   expect_clean_error({"kld", "--base", stories260k(), "-m", stories260k()}, "-f FILE");
-  expect_clean_error({"kld", "--base-logits", write_text("junk.kld", std::string(100, 'x')), "-m", stories260k()},
-                     "not a Strata base logits file");
+  expect_clean_error(
+      {"kld", "--base-logits", write_text("junk.kld", std::string(100, 'x')), "-m", stories260k()},
+      "not a Strata base logits file");
   expect_clean_error({"kld", "--base-logits", path("none.kld"), "-m", stories260k()}, "cannot open");
 
   const std::string base = path("base.kld");
-  run_json({"kld", "--base", stories260k(), "-f", text, "--ctx", "32", "--chunks", "2", "--save-base", base, "--json"});
+  run_json({"kld", "--base", stories260k(), "-f", text, "--ctx", "32", "--chunks", "2", "--save-base", base,
+            "--json"});
   ASSERT_TRUE(std::filesystem::exists(base));
   EXPECT_FALSE(std::filesystem::exists(base + ".partial"));
-  expect_clean_error({"kld", "--base-logits", base, "--base", stories260k(), "-m", stories260k()}, "exactly one");
-  expect_clean_error({"kld", "--base-logits", base, "-m", stories260k(), "--save-base", path("x.kld")}, "--save-base");
+  expect_clean_error({"kld", "--base-logits", base, "--base", stories260k(), "-m", stories260k()},
+                     "exactly one");
+  expect_clean_error({"kld", "--base-logits", base, "-m", stories260k(), "--save-base", path("x.kld")},
+                     "--save-base");
   expect_clean_error({"kld", "--base-logits", base, "-m", hf}, "vocabulary differs");
   expect_clean_error({"kld", "--base-logits", base, "-m", stories260k(), "--ctx", "64"}, "--ctx 64 differs");
-  expect_clean_error({"kld", "--base-logits", base, "-m", stories260k(), "-f", write_text("other.txt", kShortText)},
-                     "is not the text");
+  expect_clean_error(
+      {"kld", "--base-logits", base, "-m", stories260k(), "-f", write_text("other.txt", kShortText)},
+      "is not the text");
   // The same run with the right text and options is accepted.
   const nlohmann::json ok =
       run_json({"kld", "--base-logits", base, "-m", stories260k(), "-f", text, "--ctx", "32", "--json"});

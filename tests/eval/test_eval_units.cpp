@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "eval/eval_windows.h"
 #include "eval/log_softmax.h"
+#include "eval/progress_meter.h"
 #include "eval/running_stats.h"
 
 namespace strata::eval {
@@ -142,7 +143,8 @@ TEST(LogSoftmax, HandDerivedValues) {
 TEST(LogSoftmax, NonFiniteRowsAreErrors) {
   const float nan_row[2] = {0.0f, std::numeric_limits<float>::quiet_NaN()};
   const float inf_row[2] = {0.0f, std::numeric_limits<float>::infinity()};
-  const float dead_row[2] = {-std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  const float dead_row[2] = {-std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity()};
   std::vector<double> out;
   EXPECT_THROW(log_softmax(nan_row, 2, out), Error);
   EXPECT_THROW(log_softmax(inf_row, 2, out), Error);
@@ -154,6 +156,31 @@ TEST(LogSoftmax, ArgmaxTakesTheLowestIndexOnTies) {
   EXPECT_EQ(argmax(v, 5), 1);
   const double d[3] = {-2.0, -1.0, -1.5};
   EXPECT_EQ(argmax(d, 3), 1);
+}
+
+TEST(ProgressMeter, FrameShowsFractionRateAndEta) {
+  EvalProgress p;
+  p.windows_done = 5;
+  p.n_windows = 10;
+  p.tokens_scored = 2000;
+  p.running_ppl = 4.25;
+  // Half done in 10 s: 10 s left; 2000 tokens / 10 s = 200 tokens/s.
+  EXPECT_EQ(ProgressMeter::render("ppl", p, 10.0, 10),
+            "ppl [#####-----] 5/10 windows | 2000 tokens | PPL 4.2500 | 200 scored tok/s | ETA 0:10");
+  p.running_kld = 0.0125;
+  p.windows_done = 1;
+  EXPECT_EQ(ProgressMeter::render("kld", p, 100.0, 10),
+            "kld [#---------] 1/10 windows | 2000 tokens | PPL 4.2500 | KLD 0.012500 | 20 scored tok/s | ETA "
+            "15:00");
+  // Disabled meters write nothing.
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    ProgressMeter off(false, "x", f);
+    off.update(p);
+  }
+  EXPECT_EQ(std::ftell(f), 0L);
+  std::fclose(f);
 }
 
 }  // namespace
