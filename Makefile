@@ -62,7 +62,7 @@ test-sanitize: build-sanitize
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSTRATA_SANITIZE=ON -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF
-	cmake --build build/fuzz -j $(JOBS)
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_all
 
 format:
 	find src tests bench fuzz -name '*.cpp' -o -name '*.h' | xargs clang-format -i

@@ -250,6 +250,9 @@ void gemv_args(benchmark::internal::Benchmark* b) {
 void gemm_args(benchmark::internal::Benchmark* b) {
   for (int64_t t = 0; t < 3; ++t)
     for (int64_t s : {0, 1, 4, 6}) b->Args({t, s, kPrefillTokens});
+  // Batched decode: a few tokens per step from as many sequences (the serving engine's shape).
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t n : {4, 16, 64}) b->Args({t, 4, n});
 }
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);

@@ -15,6 +15,8 @@
 #include "core/memory_bandwidth.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
+#include "kv/kv_storage.h"
+#include "model/forward_batch.h"
 #include "sampling/rng.h"
 
 namespace strata::cli {
@@ -29,6 +31,7 @@ struct BenchOptions {
   bool no_bandwidth = false;
   bool profile = false;
   uint64_t seed = 1;
+  std::vector<int> parallel;  // batched-decode test: sequences decoding together (empty: off)
 };
 
 struct Stat {
@@ -68,7 +71,8 @@ std::vector<double> bench_pp(Model& m, Session& s, int n, int reps, Rng& rng) {
   std::vector<double> tps;
   for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
     std::vector<int32_t> tokens(static_cast<size_t>(n));
-    for (auto& t : tokens) t = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(m.config().n_vocab));
+    for (auto& t : tokens)
+      t = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(m.config().n_vocab));
     s.reset();
     const auto t0 = std::chrono::steady_clock::now();
     s.eval(tokens);
@@ -95,6 +99,101 @@ std::vector<double> bench_tg(Model& m, Session& s, int n, int reps, Rng& rng) {
   return tps;
 }
 
+int32_t argmax_row(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+// Batched decode like llama-batched-bench: n_seq sequences, each prefilled with n_prompt random
+// tokens in one ragged batch, then n_gen steps that each decode one token of every sequence.
+// Returns {prefill tokens/s, aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
+std::pair<double, double> bench_batched(Model& m, int n_seq, int n_prompt, int n_gen, Rng& rng,
+                                        OpProfile& tg_profile) {
+  const KvGeometry g = m.kv_geometry(TensorType::F16);
+  const int32_t per_seq = static_cast<int32_t>((n_prompt + n_gen + g.block_size - 1) / g.block_size);
+  KvStorage kv(m.backend(), g, per_seq * n_seq);
+  std::vector<std::vector<BlockId>> tables(static_cast<size_t>(n_seq));  // sequence s owns a block range
+  for (int s = 0; s < n_seq; ++s)
+    for (int32_t b = 0; b < per_seq; ++b) tables[static_cast<size_t>(s)].push_back(s * per_seq + b);
+  const int64_t n_vocab = m.config().n_vocab;
+  auto random_token = [&] { return static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab)); };
+  ForwardBatch batch;
+  std::vector<float> logits(static_cast<size_t>(n_seq) * static_cast<size_t>(n_vocab));  // [n_seq, n_vocab]
+  std::vector<int32_t> next(static_cast<size_t>(n_seq));
+  auto start_batch = [&] {
+    batch.clear();
+    for (const auto& t : tables) batch.block_tables.push_back(&t);
+  };
+  double pp_tps = 0.0;
+  if (n_prompt > 0) {
+    start_batch();
+    for (int s = 0; s < n_seq; ++s)
+      for (int i = 0; i < n_prompt; ++i) batch.add(random_token(), i, s, i + 1 == n_prompt);
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward(batch, kv, logits.data());
+    pp_tps = static_cast<double>(n_seq) * n_prompt / seconds_since(t0);
+    for (int s = 0; s < n_seq; ++s)
+      next[static_cast<size_t>(s)] = argmax_row(&logits[static_cast<size_t>(s) * n_vocab], n_vocab);
+  } else {
+    for (auto& t : next) t = random_token();
+  }
+  const OpProfile before = m.profile();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int step = 0; step < n_gen; ++step) {
+    start_batch();
+    for (int s = 0; s < n_seq; ++s) batch.add(next[static_cast<size_t>(s)], n_prompt + step, s, true);
+    m.forward(batch, kv, logits.data());
+    for (int s = 0; s < n_seq; ++s)
+      next[static_cast<size_t>(s)] = argmax_row(&logits[static_cast<size_t>(s) * n_vocab], n_vocab);
+  }
+  const double tg_tps = n_gen > 0 ? static_cast<double>(n_seq) * n_gen / seconds_since(t0) : 0.0;
+  for (int op = 0; op < OpProfile::kNumOps; ++op)
+    tg_profile.seconds[op] += m.profile().seconds[op] - before.seconds[op];
+  return {pp_tps, tg_tps};
+}
+
+// `--parallel B1,B2,...`: the batched tests instead of the single-stream ones.
+void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
+  Model& m = *lm.model;
+  Rng rng(o.seed);
+  m.set_profiling(o.profile);
+  out["parallel"] = nlohmann::json::array();
+  if (!o.json)
+    std::printf(
+        "| threads | sequences | pp tokens/seq | tg tokens/seq | pp t/s | tg t/s (all sequences) |\n"
+        "|---|---|---|---|---|---|\n");
+  for (int n_seq : o.parallel) {
+    OpProfile prof;
+    bench_batched(m, n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
+    prof = OpProfile{};
+    std::vector<double> pp, tg;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto [p, t] = bench_batched(m, n_seq, o.n_prompt, o.n_gen, rng, prof);
+      pp.push_back(p), tg.push_back(t);
+    }
+    const Stat sp = stats_of(pp), st = stats_of(tg);
+    nlohmann::json row = {{"n_seq", n_seq},
+                          {"pp", {{"n_tokens", o.n_prompt}, {"tps_mean", sp.mean}, {"tps_std", sp.std}}},
+                          {"tg", {{"n_tokens", o.n_gen}, {"tps_mean", st.mean}, {"tps_std", st.std}}}};
+    if (!o.json)
+      std::printf("| %d | %d | %d | %d | %.2f ± %.2f | %.2f ± %.2f |\n", lm.backend->n_threads(), n_seq,
+                  o.n_prompt, o.n_gen, sp.mean, sp.std, st.mean, st.std);
+    if (o.profile) {
+      double total = 0.0;
+      for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
+      if (!o.json) std::printf("  %d sequences, decode time by op:", n_seq);
+      for (int op = 0; op < OpProfile::kNumOps; ++op) {
+        const double share = total > 0 ? prof.seconds[op] / total : 0.0;
+        row["tg"]["profile"][OpProfile::name(op)] = {{"seconds", prof.seconds[op]}, {"share", share}};
+        if (!o.json) std::printf(" %s %.1f%%", OpProfile::name(op), 100.0 * share);
+      }
+      if (!o.json) std::printf("\n");
+    }
+    out["parallel"].push_back(row);
+  }
+  m.set_profiling(false);
+  if (o.json) std::printf("%s\n", out.dump().c_str());
+}
+
 void run(const BenchOptions& o) {
   LoadedModel lm = load_model(o.model);
   Model& m = *lm.model;
@@ -108,6 +207,7 @@ void run(const BenchOptions& o) {
   out["isa"] = isa_name(isa_level());
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
+  if (!o.parallel.empty()) return run_parallel(o, lm, out);
   Stat pp, tg;
   // Share of forward time per op category, over all repetitions of a test.
   auto take_profile = [&]() {
@@ -116,7 +216,8 @@ void run(const BenchOptions& o) {
     double total = 0.0;
     for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
     for (int op = 0; op < OpProfile::kNumOps; ++op)
-      p[OpProfile::name(op)] = {{"seconds", prof.seconds[op]}, {"share", total > 0 ? prof.seconds[op] / total : 0.0}};
+      p[OpProfile::name(op)] = {{"seconds", prof.seconds[op]},
+                                {"share", total > 0 ? prof.seconds[op] / total : 0.0}};
     m.reset_profile();
     return p;
   };
@@ -149,8 +250,8 @@ void run(const BenchOptions& o) {
   std::printf("| model | type | size | threads | test | t/s |\n|---|---|---|---|---|---|\n");
   const double gib = static_cast<double>(m.weight_bytes()) / (1 << 30);
   auto row = [&](const char* test, int n, const Stat& s) {
-    std::printf("| %s | %s | %.2f GiB | %d | %s%d | %.2f ± %.2f |\n", m.config().name.empty() ? m.config().arch.c_str()
-                                                                                      : m.config().name.c_str(),
+    std::printf("| %s | %s | %.2f GiB | %d | %s%d | %.2f ± %.2f |\n",
+                m.config().name.empty() ? m.config().arch.c_str() : m.config().name.c_str(),
                 out["type"].get<std::string>().c_str(), gib, lm.backend->n_threads(), test, n, s.mean, s.std);
   };
   if (o.n_prompt > 0) row("pp", o.n_prompt, pp);
@@ -165,7 +266,8 @@ void run(const BenchOptions& o) {
   if (out.contains("bandwidth"))
     std::printf("decode reads %.1f GB/s of the machine's %.1f GB/s (%.0f%% of the roofline, %.1f t/s max)\n",
                 out["bandwidth"]["decode_gbps"].get<double>(), machine_bw / 1e9,
-                100.0 * out["bandwidth"]["fraction"].get<double>(), out["bandwidth"]["roofline_tps"].get<double>());
+                100.0 * out["bandwidth"]["fraction"].get<double>(),
+                out["bandwidth"]["roofline_tps"].get<double>());
 }
 
 void setup(CLI::App& cmd) {
@@ -173,13 +275,20 @@ void setup(CLI::App& cmd) {
   add_model_options(cmd, o->model);
   // -m is validated in the callback: `bench serve` (a child command) needs no model.
   cmd.get_option("--model")->required(false);
-  cmd.add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per prefill test (0: skip)")->check(CLI::Range(0, 1 << 20));
+  cmd.add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per prefill test (0: skip)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd.add_option("-n,--n-gen", o->n_gen, "Tokens per decode test (0: skip)")->check(CLI::Range(0, 1 << 20));
   cmd.add_option("-r,--repetitions", o->reps, "Repetitions of each test")->check(CLI::Range(1, 1000));
   cmd.add_option("--seed", o->seed, "Seed of the random prompt tokens");
   cmd.add_flag("--json", o->json, "Print one JSON object instead of a table");
   cmd.add_flag("--no-bandwidth", o->no_bandwidth, "Skip measuring the machine's memory bandwidth");
   cmd.add_flag("--profile", o->profile, "Also report the share of forward time per op category");
+  cmd.add_option(
+         "--parallel", o->parallel,
+         "Batched decode instead (like llama-batched-bench -npl): for each count, that many sequences "
+         "are prefilled with -p tokens each, then decode -n tokens together; reports aggregate t/s")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
   cmd.require_subcommand(0, 1);
   cmd.callback([o, &cmd] {
     if (!cmd.get_subcommands().empty()) return;  // `bench serve` ran instead

@@ -59,13 +59,17 @@ bool Scheduler::schedule_running(Sequence* seq, int64_t& budget, ScheduleOutput&
 }
 
 void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
-  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+  // Static batching admits the whole batch at once (up to max_num_seqs, whatever the budget);
+  // the prompts beyond this step's budget are prefilled in later steps as running sequences.
+  const bool whole_batch = config_.static_batching;
+  while (!waiting_.empty() && (budget > 0 || whole_batch) &&
+         static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
     if (seq->kv.blocks.empty()) {
       // At least the last token is always computed: its logits are needed.
       const int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
-      const int32_t hit = kv_.acquire_prefix(seq->kv, seq->tokens, static_cast<int32_t>(limit),
-                                             seq->request->prefix_root);
+      const int32_t hit =
+          kv_.acquire_prefix(seq->kv, seq->tokens, static_cast<int32_t>(limit), seq->request->prefix_root);
       if (kv_.prefix_caching()) {
         out.prefix_queried_tokens += limit;
         out.prefix_hit_tokens += hit;
@@ -73,7 +77,7 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
       seq->n_computed = hit;
       if (seq->index == 0 && seq->n_generated() == 0) seq->request->cached_prompt_tokens = hit;
     }
-    const int64_t n = std::min(seq->n_uncomputed(), budget);
+    const int64_t n = std::min(seq->n_uncomputed(), std::max<int64_t>(budget, 0));
     if (!kv_.reserve(seq->kv, seq->n_computed + n, seq->n_computed, out.copies)) {
       kv_.free(seq->kv);  // give the prefix hits back; try again next step
       seq->n_computed = 0;
@@ -82,7 +86,7 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
     waiting_.pop_front();
     add_running(seq);
     out.admitted.push_back(seq);
-    out.chunks.push_back({seq, n});
+    if (n > 0) out.chunks.push_back({seq, n});
     budget -= n;
   }
 }
