@@ -97,7 +97,7 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
 #pragma GCC unroll 16
     for (int c = 0; c < NC; ++c)
       acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
-    if constexpr (NC <= 2) {  // latency-bound otherwise: two chains per token
+    if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
 #pragma GCC unroll 16
       for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
       block_dots<K, NC>(acc, acc2, w + (kHasMin<K> ? 64 : 32), aq);
