@@ -129,13 +129,52 @@ inline float tree_max16(float* t) {
   return t[0];
 }
 
+#if defined(__AVX512F__)
+// tree_sum16 / tree_max16 of a register: halving the vector pairs lane j with lane j + w, the
+// same pairs in the same order as the loops, without a round trip through memory.
+template <typename Op>
+inline float tree_reduce16(__m512 v, Op op) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m128 a = op(_mm256_castps256_ps128(lo), _mm256_castps256_ps128(hi));      // j, j + 8 for j < 4
+  const __m128 b = op(_mm256_extractf128_ps(lo, 1), _mm256_extractf128_ps(hi, 1));  // j = 4..7
+  const __m128 c = op(a, b);                                                        // j, j + 4
+  const __m128 d = op(c, _mm_movehl_ps(c, c));                                      // j, j + 2
+  return _mm_cvtss_f32(op(d, _mm_movehdup_ps(d)));                                  // 0, 1
+}
+inline float tree_sum16(__m512 v) {
+  return tree_reduce16(v, [](__m128 x, __m128 y) { return _mm_add_ps(x, y); });
+}
+inline float tree_max16(__m512 v) {  // maxps(x, y) = x > y ? x : y, as the loop
+  return tree_reduce16(v, [](__m128 x, __m128 y) { return _mm_max_ps(x, y); });
+}
+
+// fast_exp of 16 lanes, step for step.
+inline __m512 fast_exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+  const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 r = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
+  const __m512 f = _mm512_sub_ps(t, r);
+  __m512 p = _mm512_set1_ps(1.5403530393381610e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(r), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+#endif
+
 constexpr int kRowsPerPass = 8;  // query rows scored together (independent FMA chains)
 
 // Online-softmax update of up to kRowsPerPass query rows (the heads of one token that share
 // this kv head) with the keys [first, last] of one tile of 16 keys. Each row's arithmetic is
 // the same whatever the other rows are.
-inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, const float* vf, int hd, int first,
-                          int last, float scale, float* m, float* l, float* const* ar) {
+inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, const float* vf, int hd,
+                          int first, int last, float scale, float* m, float* l, float* const* ar) {
   constexpr int BS = 16;
   alignas(64) float s[kRowsPerPass][BS] = {};
 #if defined(__AVX512F__)
@@ -176,7 +215,18 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
   // `corr` that rescales the row's accumulator to the new running max.
   alignas(64) float p[kRowsPerPass][BS];
   float corr[kRowsPerPass];
+#if defined(__AVX512F__)
+  const __mmask16 valid = static_cast<__mmask16>((0xFFFFu << first) & (0xFFFFu >> (BS - 1 - last)));
+#endif
   for (int r = 0; r < n_rows; ++r) {
+#if defined(__AVX512F__)
+    // In registers: the scalar loops below round-trip through a small array and stall.
+    const __m512 sv = _mm512_mul_ps(_mm512_load_ps(s[r]), _mm512_set1_ps(scale));
+    const float smax = std::max(m[r], tree_max16(_mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), sv)));
+    const __m512 e = _mm512_maskz_mov_ps(valid, fast_exp16(_mm512_sub_ps(sv, _mm512_set1_ps(smax))));
+    _mm512_store_ps(p[r], e);
+    float lsum = tree_sum16(e);
+#else
     alignas(64) float t[BS];
     for (int j = 0; j < BS; ++j) {
       s[r][j] *= scale;
@@ -189,6 +239,7 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
       t[j] = p[r][j];
     }
     float lsum = tree_sum16(t);
+#endif
     corr[r] = 1.0f;
     if (m[r] != -INFINITY) {
       corr[r] = fast_exp(m[r] - smax);
@@ -241,8 +292,8 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
 }
 
 // Any block size: one row at a time, plain loops.
-inline void attend_tile_row(const float* qr, const float* kt, const float* vf, int bs, int hd, int first, int last,
-                            float scale, float& m, float& l, float* ar) {
+inline void attend_tile_row(const float* qr, const float* kt, const float* vf, int bs, int hd, int first,
+                            int last, float scale, float& m, float& l, float* ar) {
   alignas(64) float s[kMaxBlockSize];
   alignas(64) float p[kMaxBlockSize];
   for (int j = 0; j < bs; ++j) s[j] = 0.0f;
@@ -265,8 +316,10 @@ inline void attend_tile_row(const float* qr, const float* kt, const float* vf, i
 
 template <typename KvT>
 void load_tile(const KvT* src, float* dst, int64_t n) {
-  if constexpr (sizeof(KvT) == 2) convert_f16_to_f32(src, dst, n);
-  else std::copy(src, src + n, dst);
+  if constexpr (sizeof(KvT) == 2)
+    convert_f16_to_f32(src, dst, n);
+  else
+    std::copy(src, src + n, dst);
 }
 
 // Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
@@ -331,8 +384,12 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
     }
 }
 
-void op_attention_f16(const AttentionChunk& c, const KvLayerView& kv) { attention_chunk<uint16_t>(c, kv); }
-void op_attention_f32(const AttentionChunk& c, const KvLayerView& kv) { attention_chunk<float>(c, kv); }
+void op_attention_f16(const AttentionChunk& c, const KvLayerView& kv) {
+  attention_chunk<uint16_t>(c, kv);
+}
+void op_attention_f32(const AttentionChunk& c, const KvLayerView& kv) {
+  attention_chunk<float>(c, kv);
+}
 
 constexpr OpKernels kOpKernels = {
     op_rms_norm_row, op_swiglu, op_add, op_rope_row, op_f32_to_f16, op_attention_f16, op_attention_f32,
