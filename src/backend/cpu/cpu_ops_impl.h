@@ -347,8 +347,19 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
     hi_max = std::max(hi_max, c.pos[t]);
   }
   const size_t tile_elems = static_cast<size_t>(bs) * hd;  // one (block, head) tile
+  const size_t tile_bytes = tile_elems * sizeof(KvT);
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
     const size_t tile = (static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head) * tile_elems;
+    if (bi < hi_max / bs) {
+      // The next tiles live in other blocks, anywhere in the pool: fetch them while this one runs.
+      const size_t next = (static_cast<size_t>(c.block_table[bi + 1]) * kv.n_head_kv + c.kv_head) * tile_elems;
+      const char* nk = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.k) + next);
+      const char* nv = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.v) + next);
+      for (size_t off = 0; off < tile_bytes; off += 64) {
+        __builtin_prefetch(nk + off);
+        __builtin_prefetch(nv + off);
+      }
+    }
     load_tile(static_cast<const KvT*>(kv.k) + tile, kt, static_cast<int64_t>(tile_elems));
     load_tile(static_cast<const KvT*>(kv.v) + tile, vf, static_cast<int64_t>(tile_elems));
     const int32_t base = bi * bs;
