@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces the "Serving" section of BENCHMARKS.md: `strata serve` driven by `strata bench serve`.
 #   bench/serving.sh MODEL [OUT_DIR]
+# SECTIONS (default "levels prefix variable") picks the tables to run.
 # Needs a Release build in build/release and jq. Writes one JSON per run into OUT_DIR
 # (default /tmp/strata-serving) and prints markdown tables on stdout.
 set -euo pipefail
@@ -9,7 +10,9 @@ OUT=${2:-/tmp/strata-serving}
 STRATA=${STRATA:-build/release/strata}
 PORT=${PORT:-18080}
 URL=http://127.0.0.1:$PORT
+SECTIONS=${SECTIONS:-levels prefix variable}
 mkdir -p "$OUT"
+has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 server_pid=""
 start_server() {  # args: extra serve flags
@@ -38,12 +41,13 @@ sample_waste() {  # args: file to append samples to; runs until killed
 }
 
 run_level() {  # args: scheduler concurrency num_prompts
-  local sched=$1 conc=$2 n=$3 tag="$1-c$2"
+  local sched=$1 conc=$2 n=$3 tag="$1-c$2-r${RANGE_RATIO:-0}"
   : >"$OUT/$tag.waste"
   sample_waste "$OUT/$tag.waste" &
   local sampler=$!
   "$STRATA" bench serve --url "$URL" --num-prompts "$n" --max-concurrency "$conc" \
-    --input-len 128 --output-len 128 --ignore-eos --seed 1 --quiet --json "$OUT/$tag.json" >/dev/null
+    --input-len 128 --output-len 128 --range-ratio "${RANGE_RATIO:-0}" --ignore-eos --seed 1 --quiet \
+    --json "$OUT/$tag.json" >/dev/null
   kill "$sampler" 2>/dev/null || true
   wait "$sampler" 2>/dev/null || true
   local waste
@@ -53,28 +57,47 @@ run_level() {  # args: scheduler concurrency num_prompts
     "$OUT/$tag.json"
 }
 
-echo "| scheduler | streams | ok | output tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | TPOT p50 ms | KV waste % |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-for sched in continuous static; do
-  start_server --scheduler "$sched"
-  for spec in 1:8 4:16 16:48 64:128; do
-    run_level "$sched" "${spec%%:*}" "${spec##*:}"
+header() {
+  echo "| scheduler | streams | ok | output tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | TPOT p50 ms | KV waste % |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+}
+if has levels; then
+  header
+  for sched in continuous static; do
+    start_server --scheduler "$sched"
+    for spec in 1:8 4:16 16:48 64:128; do
+      run_level "$sched" "${spec%%:*}" "${spec##*:}"
+    done
+    stop_server
   done
-  stop_server
-done
+fi
+
+# Input and output lengths spread uniformly over [32, 224] (--range-ratio 0.75): 16 streams,
+# 64 requests.
+if has variable; then
+  echo
+  header
+  for sched in continuous static; do
+    start_server --scheduler "$sched"
+    RANGE_RATIO=0.75 run_level "$sched" 16 64
+    stop_server
+  done
+fi
 
 # Shared 1,000-word system prompt (one token per word with these vocabularies), 32 unique words
 # per request, 16 output tokens, one request at a time: TTFT with prefix caching on and off.
-echo
-echo "| prefix caching | requests | prompt tokens (mean) | TTFT mean ms | TTFT p50 ms | TTFT p99 ms | prefix hit rate |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
-for mode in on off; do
-  if [ "$mode" = on ]; then start_server; else start_server --no-prefix-caching; fi
-  "$STRATA" bench serve --url "$URL" --num-prompts 16 --max-concurrency 1 --prefix-len 1000 \
-    --input-len 32 --output-len 16 --ignore-eos --seed 2 --quiet --json "$OUT/prefix-$mode.json" >/dev/null
-  hits=$(curl -sf "$URL/debug/stats" | jq -r 'if .prefix_queries > 0 then (100 * .prefix_hits / .prefix_queries | . * 10 | round / 10 | tostring) + " %" else "n/a" end')
-  jq -r --arg m "$mode" --arg h "$hits" \
-    '"| \($m) | \(.completed) | \(.total_input_tokens / .completed | round) | \(.ttft_ms.mean | round) | \(.ttft_ms.median | round) | \(.ttft_ms.p99 | round) | \($h) |"' \
-    "$OUT/prefix-$mode.json"
-  stop_server
-done
+if has prefix; then
+  echo
+  echo "| prefix caching | requests | prompt tokens (mean) | TTFT mean ms | TTFT p50 ms | TTFT p99 ms | prefix hit rate |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  for mode in on off; do
+    if [ "$mode" = on ]; then start_server; else start_server --no-prefix-caching; fi
+    "$STRATA" bench serve --url "$URL" --num-prompts 16 --max-concurrency 1 --prefix-len 1000 \
+      --input-len 32 --output-len 16 --ignore-eos --seed 2 --quiet --json "$OUT/prefix-$mode.json" >/dev/null
+    hits=$(curl -sf "$URL/debug/stats" | jq -r 'if .prefix_queries > 0 then (100 * .prefix_hits / .prefix_queries | . * 10 | round / 10 | tostring) + " %" else "n/a" end')
+    jq -r --arg m "$mode" --arg h "$hits" \
+      '"| \($m) | \(.completed) | \(.total_input_tokens / .completed | round) | \(.ttft_ms.mean | round) | \(.ttft_ms.median | round) | \(.ttft_ms.p99 | round) | \($h) |"' \
+      "$OUT/prefix-$mode.json"
+    stop_server
+  done
+fi
