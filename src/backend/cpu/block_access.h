@@ -24,6 +24,12 @@ static inline void store_half(uint8_t* p, float v) {
   std::memcpy(p, &h, sizeof h);
 }
 
+static inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 static inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);

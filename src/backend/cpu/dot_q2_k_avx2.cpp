@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include "backend/cpu/block_access.h"
 #include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/simd_avx2.h"
 #include "quant/blocks.h"
 
 namespace strata::cpu {
@@ -23,35 +25,6 @@ constexpr size_t kBlockBytes = sizeof(BlockQ2_K);
 constexpr int kTileR = 3;
 constexpr int kTileC = 3;
 
-static inline float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return fp16_to_f32(h);
-}
-
-static inline float load_f32(const uint8_t* p) {
-  float f;
-  std::memcpy(&f, p, sizeof(f));
-  return f;
-}
-
-static inline __m256i load256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-// Bits of every byte shifted left by s (s < 0: right by -s); 16-bit shifts are fine as the
-// callers mask out the bits that cross into the neighbouring byte.
-static inline __m256i shift_bytes(__m256i x, int s) {
-  return s >= 0 ? _mm256_slli_epi16(x, s) : _mm256_srli_epi16(x, -s);
-}
-
-static inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // One weight super-block, ready for the chunk loop.
 struct Row {
   const uint8_t* qs;  // [64] 2-bit quants
@@ -62,8 +35,8 @@ struct Row {
 
 static inline Row load_row(const uint8_t* blk) {
   Row row;
-  row.d = load_f16(blk + offsetof(BlockQ2_K, d));
-  row.neg_dmin = -load_f16(blk + offsetof(BlockQ2_K, dmin));
+  row.d = load_half(blk + offsetof(BlockQ2_K, d));
+  row.neg_dmin = -load_half(blk + offsetof(BlockQ2_K, dmin));
   row.qs = blk + offsetof(BlockQ2_K, qs);
   const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockQ2_K, scales)));
   const __m128i nib = _mm_set1_epi8(0x0f);
@@ -75,7 +48,7 @@ static inline Row load_row(const uint8_t* blk) {
 // Unsigned 2-bit quants of elements 32k..32k+31: element 128h + 32j + l sits in bits 2j..2j+1
 // of qs[32h + l] (h = k / 4, j = k % 4).
 static inline __m256i two_bit_quants(const uint8_t* qs, int k) {
-  const __m256i x = load256(qs + 32 * (k / 4));
+  const __m256i x = loadu_256(qs + 32 * (k / 4));
   return _mm256_and_si256(_mm256_srli_epi16(x, 2 * (k % 4)), _mm256_set1_epi8(3));
 }
 
@@ -92,102 +65,7 @@ static inline __m256i chunk_scales(const Row& row, int k) {
   return _mm256_shuffle_epi8(pair, pick);
 }
 
-// One activation super-block.
-struct Col {
-  const uint8_t* qs;  // [256] int8
-  __m256i bsums;      // int16 x16: bsums[g]
-  float d;
-};
-
-static inline Col load_col(const uint8_t* blk) {
-  Col col;
-  col.d = load_f32(blk + offsetof(BlockQ8_K, d));
-  col.qs = blk + offsetof(BlockQ8_K, qs);
-  col.bsums = load256(blk + offsetof(BlockQ8_K, bsums));
-  return col;
-}
-
-// accf + this super-block's contribution: d_w * d_a * (int sum) - dmin * d_a * sum_g m[g] * bsums[g].
-static inline __m256 finish_block(__m256 accf, __m256i acc, const Row& row, const Col& col) {
-  accf = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(row.d * col.d), accf);
-  const __m256i msum = _mm256_madd_epi16(col.bsums, row.mins);
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(row.neg_dmin * col.d), accf);
-}
-
-// out[c * os + r] = dot(row r of w, column c of a) for r < R, c < C over nb super-blocks.
-template <int R, int C>
-void tile(int64_t nb, const uint8_t* w, size_t ws,  // [R rows, ws bytes apart] x [nb] weight blocks
-          const uint8_t* a, size_t as,              // [C rows, as bytes apart] x [nb] Q8_K blocks
-          float* out, size_t os) {                  // [C, os floats apart] x [R]
-  __m256 accf[R][C];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) accf[r][c] = _mm256_setzero_ps();
-
-  for (int64_t b = 0; b < nb; ++b) {
-    Row rows[R];
-    Col cols[C];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) rows[r] = load_row(w + r * ws + b * kBlockBytes);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) cols[c] = load_col(a + c * as + b * sizeof(BlockQ8_K));
-
-    __m256i acc[R][C];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const __m256i q = chunk_quants(rows[r], k);
-        const __m256i sc = chunk_scales(rows[r], k);
-#pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-          const __m256i p = _mm256_maddubs_epi16(q, load256(cols[c].qs + 32 * k));
-          const __m256i s = _mm256_madd_epi16(p, sc);
-          acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
-        }
-      }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) accf[r][c] = finish_block(accf[r][c], acc[r][c], rows[r], cols[c]);
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) out[c * os + r] = hsum(accf[r][c]);
-}
-
-using TileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
-
-const TileFn kTiles[kTileR][kTileC] = {
-    {tile<1, 1>, tile<1, 2>, tile<1, 3>},
-    {tile<2, 1>, tile<2, 2>, tile<2, 3>},
-    {tile<3, 1>, tile<3, 2>, tile<3, 3>},
-};
-
-float vec_dot(int64_t n, const void* w, const void* a) {  // w: [n / 256] blocks, a: [n / 256] Q8_K
-  float out;
-  tile<1, 1>(n / kQK_K, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &out, 0);
-  return out;
-}
-
-// w: [nr rows] x [n / 256] blocks, a: [nc rows] x [n / 256] Q8_K blocks, out: [nc, out_stride] x [nr].
-// Full kTileR x kTileC register tiles, smaller ones at the edges.
-void gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a, size_t a_stride,
-               float* out, size_t out_stride) {
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for (int r0 = 0; r0 < nr; r0 += kTileR) {
-    const int r = nr - r0 < kTileR ? nr - r0 : kTileR;
-    for (int c0 = 0; c0 < nc; c0 += kTileC) {
-      const int c = nc - c0 < kTileC ? nc - c0 : kTileC;
-      kTiles[r - 1][c - 1](n / kQK_K, wp + r0 * w_stride, w_stride, ap + c0 * a_stride, a_stride,
-                           out + c0 * out_stride + r0, out_stride);
-    }
-  }
-}
+#include "backend/cpu/kquant_tile_avx2.inc"
 
 }  // namespace
 

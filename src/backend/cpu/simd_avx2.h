@@ -34,6 +34,12 @@ static inline __m256i loadu_256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// Bits of every byte shifted left by s (s < 0: right by -s); 16-bit shifts are fine as the
+// callers mask out the bits that cross into the neighbouring byte.
+static inline __m256i shift_bytes(__m256i x, int s) {
+  return s >= 0 ? _mm256_slli_epi16(x, s) : _mm256_srli_epi16(x, -s);
+}
+
 // 16 bytes of packed nibbles -> 32 bytes in element order: low nibbles (elements 0..15), then
 // high nibbles (elements 16..31), each 0..15.
 static inline __m256i nibbles_to_bytes(const uint8_t* qs) {
