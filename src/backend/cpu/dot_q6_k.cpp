@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/scalar_tile.h"
 #include "quant/blocks.h"
 
 namespace strata::cpu {
@@ -33,29 +34,8 @@ float block_dot(const BlockQ6_K& w, const BlockQ8_K& a) {
   return a.d * (fp16_to_f32(w.d) * static_cast<float>(sum_q));
 }
 
-// w: [n / 256] Q6_K blocks, a: [n / 256] Q8_K blocks; any alignment (blocks are copied).
-float vec_dot(int64_t n, const void* w, const void* a) {
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    BlockQ6_K wb;
-    BlockQ8_K ab;
-    std::memcpy(&wb, wp + i * sizeof(wb), sizeof(wb));
-    std::memcpy(&ab, ap + i * sizeof(ab), sizeof(ab));
-    sum += block_dot(wb, ab);
-  }
-  return sum;
-}
-
-// w: [nr rows] x [n / 256] blocks, a: [nc rows] x [n / 256] Q8_K blocks, out: [nc, out_stride] x [nr].
-void gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a, size_t a_stride,
-               float* out, size_t out_stride) {
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for (int c = 0; c < nc; ++c)
-    for (int r = 0; r < nr; ++r) out[c * out_stride + r] = vec_dot(n, wp + r * w_stride, ap + c * a_stride);
-}
+// w: [n / 256] Q6_K blocks, a: [n / 256] Q8_K blocks.
+constexpr auto vec_dot = blockwise_vec_dot<BlockQ6_K, BlockQ8_K, kQK_K, block_dot>;
 
 }  // namespace
 
@@ -63,7 +43,7 @@ const TypeKernels& q6_k_kernels_scalar() {
   static constexpr TypeKernels kernels{.vec_dot_type = TensorType::Q8_K,
                                        .from_float = quantize_row_q8_k_scalar,
                                        .vec_dot = vec_dot,
-                                       .gemm_tile = gemm_tile,
+                                       .gemm_tile = scalar_gemm_tile<vec_dot>,
                                        .tile_rows = 1,
                                        .tile_cols = 1};
   return kernels;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace strata::cpu {
 namespace {
@@ -19,6 +20,23 @@ void scalar_gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride,
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int c = 0; c < nc; ++c)
     for (int r = 0; r < nr; ++r) out[c * out_stride + r] = Dot(n, wb + r * w_stride, ab + c * a_stride);
+}
+
+// Sum over the n / QK block pairs of BlockDot(w block, a block): the vec_dot of the K-quant
+// reference kernels. Blocks are copied out first, so rows may sit at any address.
+template <class WBlock, class ABlock, int64_t QK, float (*BlockDot)(const WBlock&, const ABlock&)>
+float blockwise_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / QK; ++i) {
+    WBlock wb;
+    ABlock ab;
+    std::memcpy(&wb, wp + i * sizeof(wb), sizeof(wb));
+    std::memcpy(&ab, ap + i * sizeof(ab), sizeof(ab));
+    sum += BlockDot(wb, ab);
+  }
+  return sum;
 }
 
 }  // namespace
