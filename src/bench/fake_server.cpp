@@ -174,7 +174,8 @@ FakeOpenAiServer::~FakeOpenAiServer() {
 }
 
 std::vector<FakeOpenAiServer::SentStream> FakeOpenAiServer::sent_streams() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return active_.load() == 0; });
   return sent_;
 }
 
@@ -244,7 +245,11 @@ void FakeOpenAiServer::serve(int fd) {
       } catch (const std::exception&) {
         // A request with fields of unexpected types: the connection just closes.
       }
-      --active_;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --active_;
+      }
+      idle_cv_.notify_all();
     } else {
       write_all(fd, plain_response(404, "application/json", R"({"error":{"message":"not found"}})"), false);
     }

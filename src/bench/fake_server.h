@@ -72,6 +72,8 @@ class FakeOpenAiServer {
     double received_s = 0.0;
     std::vector<double> token_sent_s;  // when each content chunk was written
   };
+  // Waits (up to 5 s) until no generation request is being answered: a client can see the end of
+  // a stream before the server's handler has returned and logged it.
   std::vector<SentStream> sent_streams() const;
 
  private:
@@ -91,6 +93,7 @@ class FakeOpenAiServer {
   std::atomic<int64_t> active_{0}, peak_active_{0};
   mutable std::mutex mutex_;
   std::condition_variable stop_cv_;
+  mutable std::condition_variable idle_cv_;  // notified when active_ drops
   std::set<int> open_fds_;
   std::vector<double> receipts_;
   std::vector<SentStream> sent_;

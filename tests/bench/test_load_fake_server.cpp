@@ -103,8 +103,10 @@ TEST(LoadAgainstFakeServer, MeasurementsMatchTheServersActualSendTimes) {
                    "receive time - send time of token " + std::to_string(k));
       }
       // The client's TTFT also covers connecting and sending the request: never shorter than
-      // what the server saw.
-      EXPECT_GE(r.ttft_s, s.token_sent_s[0] - s.received_s - 5e-5);
+      // what the server saw. A soft check, retried like the others: the server stamps a token
+      // after its write returns, and a descheduled server thread can stamp it late.
+      check.that(r.ttft_s >= s.token_sent_s[0] - s.received_s - 5e-5,
+                 "TTFT " + std::to_string(r.ttft_s) + " s covers the server's first-token interval");
     }
   });
 }
@@ -220,8 +222,11 @@ TEST(LoadAgainstFakeServer, MaxConcurrencyIsRespected) {
     const std::vector<std::string> prompts(12, "ttft=0 itl=20 n=6");
     const LoadResult result =
         run_load(requests_for(prompts), options_for(server, EndpointKind::kCompletions, 3));
-    EXPECT_EQ(server.peak_active(), 3);
     EXPECT_EQ(result.peak_in_flight, 3);
+    // Soft (retried): the server counts a stream as active until its handler returns, which can
+    // be just after the client has seen [DONE] and sent the next request.
+    check.that(server.peak_active() == 3,
+               "server saw " + std::to_string(server.peak_active()) + " streams at once");
     check.near(result.duration_s * 1e3, 400, 4 * kNominalTolMs, "duration");
     for (const RequestRecord& r : result.records) {
       EXPECT_TRUE(r.success);
