@@ -66,6 +66,28 @@ std::string dominant_type(const ModelFile& f) {
   return best;
 }
 
+int32_t argmax_row(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+// {"<op>": {"seconds", "share"}} for every op category: where the forward time went.
+nlohmann::json profile_json(const OpProfile& prof) {
+  double total = 0.0;
+  for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
+  nlohmann::json p;
+  for (int op = 0; op < OpProfile::kNumOps; ++op)
+    p[OpProfile::name(op)] = {{"seconds", prof.seconds[op]},
+                              {"share", total > 0 ? prof.seconds[op] / total : 0.0}};
+  return p;
+}
+
+void print_profile(const std::string& label, const nlohmann::json& profile) {
+  std::printf("%s:", label.c_str());
+  for (const auto& [op, v] : profile.items())
+    std::printf(" %s %.1f%%", op.c_str(), 100.0 * v["share"].get<double>());
+  std::printf("\n");
+}
+
 // Prefill of n random tokens from an empty cache, one batch; returns tokens/s per repetition.
 std::vector<double> bench_pp(Model& m, Session& s, int n, int reps, Rng& rng) {
   std::vector<double> tps;
@@ -91,16 +113,12 @@ std::vector<double> bench_tg(Model& m, Session& s, int n, int reps, Rng& rng) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < (r < 0 ? std::min(n, 8) : n); ++i) {
       const auto& logits = s.eval({token});
-      token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      token = argmax_row(logits.data(), static_cast<int64_t>(logits.size()));
     }
     const double dt = seconds_since(t0);
     if (r >= 0) tps.push_back(n / dt);
   }
   return tps;
-}
-
-int32_t argmax_row(const float* row, int64_t n) {
-  return static_cast<int32_t>(std::max_element(row, row + n) - row);
 }
 
 // Batched decode like llama-batched-bench: n_seq sequences, each prefilled with n_prompt random
@@ -178,15 +196,9 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
       std::printf("| %d | %d | %d | %d | %.2f ± %.2f | %.2f ± %.2f |\n", lm.backend->n_threads(), n_seq,
                   o.n_prompt, o.n_gen, sp.mean, sp.std, st.mean, st.std);
     if (o.profile) {
-      double total = 0.0;
-      for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
-      if (!o.json) std::printf("  %d sequences, decode time by op:", n_seq);
-      for (int op = 0; op < OpProfile::kNumOps; ++op) {
-        const double share = total > 0 ? prof.seconds[op] / total : 0.0;
-        row["tg"]["profile"][OpProfile::name(op)] = {{"seconds", prof.seconds[op]}, {"share", share}};
-        if (!o.json) std::printf(" %s %.1f%%", OpProfile::name(op), 100.0 * share);
-      }
-      if (!o.json) std::printf("\n");
+      row["tg"]["profile"] = profile_json(prof);
+      if (!o.json)
+        print_profile("  " + std::to_string(n_seq) + " sequences, decode time by op", row["tg"]["profile"]);
     }
     out["parallel"].push_back(row);
   }
@@ -197,9 +209,6 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
 void run(const BenchOptions& o) {
   LoadedModel lm = load_model(o.model);
   Model& m = *lm.model;
-  const int64_t n_ctx = std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1);
-  Session session(m, n_ctx);
-  Rng rng(o.seed);
   nlohmann::json out;
   out["model"] = o.model.model;
   out["type"] = dominant_type(m.file());
@@ -208,16 +217,12 @@ void run(const BenchOptions& o) {
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);
+  Session session(m, std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1));
+  Rng rng(o.seed);
   Stat pp, tg;
   // Share of forward time per op category, over all repetitions of a test.
   auto take_profile = [&]() {
-    nlohmann::json p;
-    const OpProfile& prof = m.profile();
-    double total = 0.0;
-    for (int op = 0; op < OpProfile::kNumOps; ++op) total += prof.seconds[op];
-    for (int op = 0; op < OpProfile::kNumOps; ++op)
-      p[OpProfile::name(op)] = {{"seconds", prof.seconds[op]},
-                                {"share", total > 0 ? prof.seconds[op] / total : 0.0}};
+    nlohmann::json p = profile_json(m.profile());
     m.reset_profile();
     return p;
   };
@@ -258,10 +263,7 @@ void run(const BenchOptions& o) {
   if (o.n_gen > 0) row("tg", o.n_gen, tg);
   for (const char* test : {"pp", "tg"}) {
     if (!out.contains(test) || !out[test].contains("profile")) continue;
-    std::printf("%s time by op:", test);
-    for (const auto& [op, v] : out[test]["profile"].items())
-      std::printf(" %s %.1f%%", op.c_str(), 100.0 * v["share"].get<double>());
-    std::printf("\n");
+    print_profile(std::string(test) + " time by op", out[test]["profile"]);
   }
   if (out.contains("bandwidth"))
     std::printf("decode reads %.1f GB/s of the machine's %.1f GB/s (%.0f%% of the roofline, %.1f t/s max)\n",
