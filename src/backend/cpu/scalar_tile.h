@@ -22,6 +22,22 @@ void scalar_gemm_tile(int64_t n, int nr, int nc, const void* w, size_t w_stride,
     for (int r = 0; r < nr; ++r) out[c * out_stride + r] = Dot(n, wb + r * w_stride, ab + c * a_stride);
 }
 
+// w, a: [n] 16-bit floats (F16 or BF16) at any address. Accumulates in double (every product is
+// exact there): the reference the SIMD versions of the half-precision types are measured against.
+template <class Half, float (*ToF32)(Half)>
+float half_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const uint8_t*>(w);
+  const auto* y = static_cast<const uint8_t*>(a);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    Half hx, hy;
+    std::memcpy(&hx, x + i * sizeof(Half), sizeof hx);
+    std::memcpy(&hy, y + i * sizeof(Half), sizeof hy);
+    sum += static_cast<double>(ToF32(hx)) * static_cast<double>(ToF32(hy));
+  }
+  return static_cast<float>(sum);
+}
+
 // Sum over the n / QK block pairs of BlockDot(w block, a block): the vec_dot of the K-quant
 // reference kernels. Blocks are copied out first, so rows may sit at any address.
 template <class WBlock, class ABlock, int64_t QK, float (*BlockDot)(const WBlock&, const ABlock&)>
