@@ -67,12 +67,16 @@ struct RopeParams {
 // vector multiply-adds across the keys, with no transpose at attention time.
 struct KvLayerView {
   void* k = nullptr;  // [n_blocks, n_head_kv, head_dim, block_size]
-  void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim]
+  void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim_v]
   TensorType type = TensorType::F16;
   int32_t n_blocks = 0;
   int32_t block_size = 16;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;    // of K (and Q)
+  int32_t head_dim_v = 0;  // of V; 0: same as head_dim
+  // MLA (deepseek2): V is the first head_dim_v elements of each cached K row (the latent), so
+  // nothing is stored for V and `v` is null.
+  bool v_in_k = false;
 };
 
 // Host-side description of a ragged batch for the attention ops.
@@ -88,9 +92,14 @@ struct AttentionBatch {
 struct AttentionParams {
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;        // of Q and K
+  int32_t head_dim_v = 0;      // of V and the output; 0: same as head_dim
   float scale = 1.0f;          // usually 1/sqrt(head_dim)
   int32_t sliding_window = 0;  // 0: full causal attention; else keys with pos > p - window
+  float softcap = 0.0f;        // gemma2: score = softcap * tanh(score * scale / softcap); 0: off
+  // gpt-oss: one learned logit per query head that joins each row's softmax denominator and
+  // has no value vector: [n_head] host memory, or null for none.
+  const float* sinks = nullptr;
 };
 
 class Backend {

@@ -239,6 +239,9 @@ void CpuBackend::copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) 
 void CpuBackend::attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                            const AttentionParams& p, float* out) {
   STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && kv.block_size <= cpu::kMaxBlockSize);
+  STRATA_CHECK((p.head_dim_v == 0 || p.head_dim_v == p.head_dim) && !kv.v_in_k && p.softcap == 0.0f &&
+                   p.sinks == nullptr,
+               "attention variant not supported by the CPU kernels");
   STRATA_CHECK(p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0);
   const int32_t group = p.n_head / p.n_head_kv;
   STRATA_CHECK(group <= cpu::kMaxGroup);
