@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/model_setup.h"
@@ -14,9 +15,7 @@
 #include "core/log.h"
 #include "core/memory_bandwidth.h"
 #include "core/thread_pool.h"
-#include "engine/session.h"
-#include "kv/kv_storage.h"
-#include "model/forward_batch.h"
+#include "engine/offline.h"
 #include "sampling/rng.h"
 
 namespace strata::cli {
@@ -24,6 +23,8 @@ namespace {
 
 struct BenchOptions {
   ModelOptions model;
+  SpecOptions spec;
+  std::string prompt_file;  // decode test: continue this text instead of one random token
   int n_prompt = 512;
   int n_gen = 128;
   int reps = 3;
@@ -66,10 +67,6 @@ std::string dominant_type(const ModelFile& f) {
   return best;
 }
 
-int32_t argmax_row(const float* row, int64_t n) {
-  return static_cast<int32_t>(std::max_element(row, row + n) - row);
-}
-
 // {"<op>": {"seconds", "share"}} for every op category: where the forward time went.
 nlohmann::json profile_json(const OpProfile& prof) {
   double total = 0.0;
@@ -88,82 +85,99 @@ void print_profile(const std::string& label, const nlohmann::json& profile) {
   std::printf("\n");
 }
 
-// Prefill of n random tokens from an empty cache, one batch; returns tokens/s per repetition.
-std::vector<double> bench_pp(Model& m, Session& s, int n, int reps, Rng& rng) {
+std::vector<int32_t> random_tokens(Rng& rng, int64_t n, int64_t n_vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab));
+  return t;
+}
+
+// Prefill of n random tokens from an empty cache, one step; returns tokens/s per repetition.
+std::vector<double> bench_pp(Engine& engine, int n, int reps, Rng& rng) {
   std::vector<double> tps;
+  const int64_t n_vocab = engine.model().config().n_vocab;
   for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
-    std::vector<int32_t> tokens(static_cast<size_t>(n));
-    for (auto& t : tokens)
-      t = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(m.config().n_vocab));
-    s.reset();
+    std::vector<int32_t> tokens = random_tokens(rng, n, n_vocab);
     const auto t0 = std::chrono::steady_clock::now();
-    s.eval(tokens);
+    offline::score(engine, tokens, n - 1, [](int64_t, int64_t, const float*) {});
     const double dt = seconds_since(t0);
     if (r >= 0) tps.push_back(n / dt);
   }
   return tps;
 }
 
-// Decode of n tokens one at a time from an empty cache; returns tokens/s per repetition.
-std::vector<double> bench_tg(Model& m, Session& s, int n, int reps, Rng& rng) {
-  std::vector<double> tps;
+struct DecodeRun {
+  std::vector<double> tps;  // per repetition
+  Usage usage;              // summed (speculative counts)
+};
+
+// Decode of n tokens (greedy, ignoring EOS) after `prompt` (a random token when empty), timed
+// from the first forward pass of the prompt; returns tokens/s per repetition.
+DecodeRun bench_tg(Engine& engine, const std::vector<int32_t>& prompt, int n, int reps, Rng& rng) {
+  DecodeRun out;
+  const int64_t n_vocab = engine.model().config().n_vocab;
   for (int r = -1; r < reps; ++r) {
-    s.reset();
-    int32_t token = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(m.config().n_vocab));
+    RequestParams p;
+    p.prompt = prompt.empty() ? random_tokens(rng, 1, n_vocab) : prompt;
+    p.sampling.temperature = 0.0f;
+    p.stop.max_tokens = r < 0 ? std::min(n, 8) : n;
+    p.stop.ignore_eos = true;
+    std::optional<std::chrono::steady_clock::time_point> t_first;
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < (r < 0 ? std::min(n, 8) : n); ++i) {
-      const auto& logits = s.eval({token});
-      token = argmax_row(logits.data(), static_cast<int64_t>(logits.size()));
+    const offline::Output o = offline::generate(engine, std::move(p), [&](const EngineEvent& ev) {
+      if (!t_first && !ev.tokens.empty()) t_first = std::chrono::steady_clock::now();
+    });
+    // With a real prompt the prefill is not decode: time from the first token, count the rest.
+    const bool from_first = !prompt.empty() && t_first;
+    const double dt = seconds_since(from_first ? *t_first : t0);
+    const double n_timed = static_cast<double>(o.tokens.size()) - (from_first ? 1.0 : 0.0);
+    if (r >= 0) {
+      out.tps.push_back(n_timed / dt);
+      out.usage.draft_tokens += o.usage.draft_tokens;
+      out.usage.accepted_draft_tokens += o.usage.accepted_draft_tokens;
     }
-    const double dt = seconds_since(t0);
-    if (r >= 0) tps.push_back(n / dt);
   }
-  return tps;
+  return out;
 }
 
-// Batched decode like llama-batched-bench: n_seq sequences, each prefilled with n_prompt random
-// tokens in one ragged batch, then n_gen steps that each decode one token of every sequence.
-// Returns {prefill tokens/s, aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
-std::pair<double, double> bench_batched(Model& m, int n_seq, int n_prompt, int n_gen, Rng& rng,
-                                        OpProfile& tg_profile) {
-  const KvGeometry g = m.kv_geometry(TensorType::F16);
-  const int32_t per_seq = static_cast<int32_t>((n_prompt + n_gen + g.block_size - 1) / g.block_size);
-  KvStorage kv(m.backend(), g, per_seq * n_seq);
-  std::vector<std::vector<BlockId>> tables(static_cast<size_t>(n_seq));  // sequence s owns a block range
-  for (int s = 0; s < n_seq; ++s)
-    for (int32_t b = 0; b < per_seq; ++b) tables[static_cast<size_t>(s)].push_back(s * per_seq + b);
-  const int64_t n_vocab = m.config().n_vocab;
-  auto random_token = [&] { return static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(n_vocab)); };
-  ForwardBatch batch;
-  std::vector<float> logits(static_cast<size_t>(n_seq) * static_cast<size_t>(n_vocab));  // [n_seq, n_vocab]
-  std::vector<int32_t> next(static_cast<size_t>(n_seq));
-  auto start_batch = [&] {
-    batch.clear();
-    for (const auto& t : tables) batch.block_tables.push_back(&t);
-  };
-  double pp_tps = 0.0;
-  if (n_prompt > 0) {
-    start_batch();
-    for (int s = 0; s < n_seq; ++s)
-      for (int i = 0; i < n_prompt; ++i) batch.add(random_token(), i, s, i + 1 == n_prompt);
-    const auto t0 = std::chrono::steady_clock::now();
-    m.forward(batch, kv, logits.data());
-    pp_tps = static_cast<double>(n_seq) * n_prompt / seconds_since(t0);
-    for (int s = 0; s < n_seq; ++s)
-      next[static_cast<size_t>(s)] = argmax_row(&logits[static_cast<size_t>(s) * n_vocab], n_vocab);
-  } else {
-    for (auto& t : next) t = random_token();
+// Batched decode like llama-batched-bench: n_seq requests of n_prompt random tokens each,
+// prefilled together, then n_gen decode steps of every sequence. Returns {prefill tokens/s,
+// aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
+std::pair<double, double> bench_batched(Model& m, const SpecConfig& spec, int n_seq, int n_prompt, int n_gen,
+                                        Rng& rng, OpProfile& tg_profile) {
+  EngineConfig ec;
+  ec.max_num_seqs = n_seq;
+  ec.max_batched_tokens = std::clamp(n_seq * std::max(n_prompt, 1), 512, 4096);
+  ec.kv_cache_tokens = static_cast<int64_t>(n_seq) * (n_prompt + n_gen + 2 + spec.draft_max + 16);
+  ec.max_model_len = n_prompt + n_gen + 2;
+  ec.prefix_caching = false;
+  ec.spec = spec;
+  Engine engine(m, ec);
+  int64_t emitted = 0;
+  std::vector<uint8_t> started(static_cast<size_t>(n_seq), 0);
+  int n_started = 0;
+  for (int s = 0; s < n_seq; ++s) {
+    RequestParams p;
+    p.prompt = random_tokens(rng, std::max(n_prompt, 1), m.config().n_vocab);
+    p.sampling.temperature = 0.0f;
+    p.stop.max_tokens = n_gen + 1;  // the prefill's token, then n_gen decodes
+    p.stop.ignore_eos = true;
+    engine.submit(std::move(p), [&, s](const EngineEvent& ev) {
+      emitted += static_cast<int64_t>(ev.tokens.size());
+      if (!ev.tokens.empty() && !started[static_cast<size_t>(s)])
+        started[static_cast<size_t>(s)] = 1, ++n_started;
+    });
   }
+  // Prefill steps until every sequence has its first token, then the decode steps.
+  auto t0 = std::chrono::steady_clock::now();
+  while (n_started < n_seq && engine.step()) {
+  }
+  const double pp_tps = static_cast<double>(n_seq) * std::max(n_prompt, 1) / seconds_since(t0);
+  const int64_t after_prefill = emitted;
   const OpProfile before = m.profile();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int step = 0; step < n_gen; ++step) {
-    start_batch();
-    for (int s = 0; s < n_seq; ++s) batch.add(next[static_cast<size_t>(s)], n_prompt + step, s, true);
-    m.forward(batch, kv, logits.data());
-    for (int s = 0; s < n_seq; ++s)
-      next[static_cast<size_t>(s)] = argmax_row(&logits[static_cast<size_t>(s) * n_vocab], n_vocab);
-  }
-  const double tg_tps = n_gen > 0 ? static_cast<double>(n_seq) * n_gen / seconds_since(t0) : 0.0;
+  t0 = std::chrono::steady_clock::now();
+  engine.run_until_idle();
+  const double dt = seconds_since(t0);
+  const double tg_tps = n_gen > 0 ? static_cast<double>(emitted - after_prefill) / dt : 0.0;
   for (int op = 0; op < OpProfile::kNumOps; ++op)
     tg_profile.seconds[op] += m.profile().seconds[op] - before.seconds[op];
   return {pp_tps, tg_tps};
@@ -181,11 +195,12 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
         "|---|---|---|---|---|---|\n");
   for (int n_seq : o.parallel) {
     OpProfile prof;
-    bench_batched(m, n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
+    const SpecConfig spec = spec_config(o.spec);
+    bench_batched(m, spec, n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
     prof = OpProfile{};
     std::vector<double> pp, tg;
     for (int r = 0; r < o.reps; ++r) {
-      const auto [p, t] = bench_batched(m, n_seq, o.n_prompt, o.n_gen, rng, prof);
+      const auto [p, t] = bench_batched(m, spec, n_seq, o.n_prompt, o.n_gen, rng, prof);
       pp.push_back(p), tg.push_back(t);
     }
     const Stat sp = stats_of(pp), st = stats_of(tg);
@@ -214,10 +229,21 @@ void run(const BenchOptions& o) {
   out["type"] = dominant_type(m.file());
   out["threads"] = lm.backend->n_threads();
   out["isa"] = isa_name(isa_level());
+  out["cpu"] = cpu_model_name();
+  out["cpu_features"] = cpu_description();
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);
-  Session session(m, std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1));
+  std::vector<int32_t> prompt;
+  if (!o.prompt_file.empty())
+    prompt =
+        m.tokenizer().encode(read_text_file(o.prompt_file), /*add_special=*/true, /*parse_special=*/false);
+  const int64_t n_ctx =
+      std::max<int64_t>(std::max<int64_t>(o.n_prompt, static_cast<int64_t>(prompt.size()) + o.n_gen + 1), 2);
+  EngineConfig ec = offline::single_stream_config(n_ctx, std::max(512, o.n_prompt));
+  ec.spec = spec_config(o.spec);
+  ec.kv_cache_tokens = n_ctx + ec.spec.draft_max + 1;
+  Engine engine(m, ec);
   Rng rng(o.seed);
   Stat pp, tg;
   // Share of forward time per op category, over all repetitions of a test.
@@ -228,13 +254,24 @@ void run(const BenchOptions& o) {
   };
   m.set_profiling(o.profile);
   if (o.n_prompt > 0) {
-    pp = stats_of(bench_pp(m, session, o.n_prompt, o.reps, rng));
+    pp = stats_of(bench_pp(engine, o.n_prompt, o.reps, rng));
     out["pp"] = {{"n_tokens", o.n_prompt}, {"tps_mean", pp.mean}, {"tps_std", pp.std}};
     if (o.profile) out["pp"]["profile"] = take_profile();
   }
   if (o.n_gen > 0) {
-    tg = stats_of(bench_tg(m, session, o.n_gen, o.reps, rng));
+    const DecodeRun d = bench_tg(engine, prompt, o.n_gen, o.reps, rng);
+    tg = stats_of(d.tps);
     out["tg"] = {{"n_tokens", o.n_gen}, {"tps_mean", tg.mean}, {"tps_std", tg.std}};
+    if (d.usage.draft_tokens > 0) {
+      // Acceptance rate, and tokens per verification round = 1 + accepted drafts per round.
+      const double rate =
+          static_cast<double>(d.usage.accepted_draft_tokens) / static_cast<double>(d.usage.draft_tokens);
+      out["tg"]["spec"] = {{"draft_tokens", d.usage.draft_tokens},
+                           {"accepted_tokens", d.usage.accepted_draft_tokens},
+                           {"acceptance_rate", rate}};
+      log_info("speculative: ", d.usage.accepted_draft_tokens, " of ", d.usage.draft_tokens,
+               " drafted tokens accepted (", 100.0 * rate, "%)");
+    }
     if (o.profile) out["tg"]["profile"] = take_profile();
   }
   m.set_profiling(false);
@@ -252,6 +289,8 @@ void run(const BenchOptions& o) {
     std::printf("%s\n", out.dump().c_str());
     return;
   }
+  std::printf("cpu: %s, kernels %s\n", out["cpu"].get<std::string>().c_str(),
+              out["cpu_features"].get<std::string>().c_str());
   std::printf("| model | type | size | threads | test | t/s |\n|---|---|---|---|---|---|\n");
   const double gib = static_cast<double>(m.weight_bytes()) / (1 << 30);
   auto row = [&](const char* test, int n, const Stat& s) {
@@ -283,6 +322,9 @@ void setup(CLI::App& cmd) {
   cmd.add_option("-r,--repetitions", o->reps, "Repetitions of each test")->check(CLI::Range(1, 1000));
   cmd.add_option("--seed", o->seed, "Seed of the random prompt tokens");
   cmd.add_flag("--json", o->json, "Print one JSON object instead of a table");
+  cmd.add_option("-f,--prompt-file", o->prompt_file,
+                 "Decode test: continue this text (its prefill is not timed) instead of one random token");
+  add_spec_options(cmd, o->spec);
   cmd.add_flag("--no-bandwidth", o->no_bandwidth, "Skip measuring the machine's memory bandwidth");
   cmd.add_flag("--profile", o->profile, "Also report the share of forward time per op category");
   cmd.add_option(

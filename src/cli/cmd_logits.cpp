@@ -8,7 +8,7 @@
 #include "cli/command.h"
 #include "cli/model_setup.h"
 #include "core/check.h"
-#include "engine/session.h"
+#include "engine/offline.h"
 
 namespace strata::cli {
 namespace {
@@ -53,8 +53,7 @@ void run(const LogitsOptions& o, bool from_prompt) {
       from_prompt ? model.tokenizer().encode(o.prompt, /*add_special=*/true, /*parse_special=*/false)
                   : parse_id_list(o.tokens);
   if (ids.empty()) STRATA_THROW("no tokens to evaluate");
-  Session session(model, static_cast<int64_t>(ids.size()));
-  const std::vector<float>& logits = session.eval(ids, /*all_logits=*/true);
+  const std::vector<float> logits = offline::all_logits(model, ids);
   const size_t n_vocab = static_cast<size_t>(model.config().n_vocab);
   std::string out = "{\"tokens\":[";
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);

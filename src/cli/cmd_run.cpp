@@ -2,19 +2,21 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/model_setup.h"
 #include "core/check.h"
 #include "core/log.h"
-#include "engine/session.h"
-#include "sampling/sampler.h"
+#include "engine/offline.h"
 
 namespace strata::cli {
 namespace {
 
 struct RunOptions {
   ModelOptions model;
+  SpecOptions spec;
+  std::vector<std::string> stop;
   std::string prompt;
   std::string prompt_file;
   int n_predict = 128;
@@ -24,10 +26,6 @@ struct RunOptions {
   uint64_t seed = 0;
   bool seed_set = false;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 void run(RunOptions& o) {
   if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file);
@@ -48,37 +46,46 @@ void run(RunOptions& o) {
   const int64_t n_gen = std::min<int64_t>(o.n_predict, n_ctx - static_cast<int64_t>(prompt.size()));
   if (n_gen < o.n_predict) log_warn("generation limited to ", n_gen, " tokens by the context size ", n_ctx);
 
-  Session session(model, n_ctx);
-  Sampler sampler(o.sampling, static_cast<int32_t>(model.config().n_vocab));
-  sampler.set_prompt(prompt);
-  const bool after_bos = prompt.size() == 1 && prompt[0] == tok.bos();
-  StreamingDetokenizer detok(tok, after_bos);
-
-  auto t0 = std::chrono::steady_clock::now();
-  const std::vector<float>* logits = &session.eval(prompt);
-  const double prompt_s = seconds_since(t0);
-  t0 = std::chrono::steady_clock::now();
-  int64_t generated = 0;
-  while (generated < n_gen) {
-    const int32_t next = sampler.sample(logits->data());
-    ++generated;
-    if (!o.ignore_eos && tok.is_eog(next)) break;
-    sampler.accept(next);
-    const std::string text = detok.push(next);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  EngineConfig ec = offline::single_stream_config(n_ctx);
+  ec.spec = spec_config(o.spec);
+  // KV for what this run can hold, not the whole context (a 128k-context model would not fit).
+  ec.kv_cache_tokens =
+      std::min<int64_t>(n_ctx, static_cast<int64_t>(prompt.size()) + n_gen + ec.spec.draft_max + 1);
+  Engine engine(model, ec);
+  RequestParams p;
+  p.prompt = prompt;
+  p.sampling = o.sampling;
+  p.stop.max_tokens = static_cast<int32_t>(n_gen);
+  if (n_gen == 0) p.prompt_logits_from = static_cast<int64_t>(prompt.size()) - 1;  // just the prompt
+  p.stop.ignore_eos = o.ignore_eos;
+  p.stop.stop_strings = o.stop;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> t_first;
+  int64_t n_first = 0;
+  const offline::Output out = offline::generate(engine, std::move(p), [&](const EngineEvent& ev) {
+    if (!t_first && !ev.tokens.empty())
+      t_first = std::chrono::steady_clock::now(), n_first = static_cast<int64_t>(ev.tokens.size());
+    std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
     std::fflush(stdout);
-    if (generated == n_gen) break;
-    logits = &session.eval({next});
-  }
-  const std::string rest = detok.finish();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  });
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  const double gen_s = seconds_since(t0);
+  if (out.finish == FinishReason::Error) STRATA_THROW("generation failed: ", out.error);
+  const auto t_end = std::chrono::steady_clock::now();
+  const double prompt_s = std::chrono::duration<double>((t_first ? *t_first : t_end) - t0).count();
+  const double gen_s = std::chrono::duration<double>(t_end - (t_first ? *t_first : t_end)).count();
+  const int64_t generated = static_cast<int64_t>(out.tokens.size());
   log_info("prompt: ", prompt.size(), " tokens in ", prompt_s * 1e3, " ms (",
            static_cast<double>(prompt.size()) / prompt_s, " tokens/s)");
-  log_info("generation: ", generated, " tokens in ", gen_s * 1e3, " ms (", static_cast<double>(generated) / gen_s,
-           " tokens/s)");
+  log_info("generation: ", generated, " tokens in ", (prompt_s + gen_s) * 1e3,
+           " ms; after the first: ", generated - n_first, " tokens in ", gen_s * 1e3, " ms (",
+           gen_s > 0 ? static_cast<double>(generated - n_first) / gen_s : 0.0, " tokens/s)");
+  if (out.usage.draft_tokens > 0)
+    log_info("speculative: ", out.usage.accepted_draft_tokens, " of ", out.usage.draft_tokens,
+             " drafted tokens accepted (",
+             100.0 * static_cast<double>(out.usage.accepted_draft_tokens) /
+                 static_cast<double>(out.usage.draft_tokens),
+             "%)");
 }
 
 void setup(CLI::App& cmd) {
@@ -101,6 +108,8 @@ void setup(CLI::App& cmd) {
     o->seed_set = true;
   });
   cmd.add_flag("--ignore-eos", o->ignore_eos, "Keep generating after end-of-generation tokens");
+  cmd.add_option("--stop,-r,--reverse-prompt", o->stop, "Stop at this text (not printed); may be repeated");
+  add_spec_options(cmd, o->spec);
   cmd.callback([o, p, f] {
     if (p->count() == 0 && f->count() == 0) STRATA_THROW("a prompt is required: -p TEXT or -f FILE");
     run(*o);

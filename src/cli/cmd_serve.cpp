@@ -28,6 +28,7 @@ struct ServeOptions {
   std::string kv_cache_mem;  // SIZE, e.g. 2GiB
   double kv_cache_fraction = 0.0;
   EngineConfig engine;
+  SpecOptions spec;
   std::string scheduler = "continuous";
   bool no_prefix_caching = false;
   double shutdown_timeout_s = 30.0;
@@ -96,6 +97,7 @@ void configure(ServeOptions& o) {
   if (o.kv_cache_fraction > 0.0) o.engine.kv_cache_fraction = o.kv_cache_fraction;
   o.engine.prefix_caching = !o.no_prefix_caching;
   o.engine.static_batching = o.scheduler == "static";
+  o.engine.spec = spec_config(o.spec);
   o.engine.model_name = o.http.served_model_name;
 }
 
@@ -153,6 +155,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--max-model-len", o->engine.max_model_len, "Prompt + output limit (0: the model's context)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd.add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
+  add_spec_options(cmd, o->spec);
   cmd.add_option("--scheduler", o->scheduler,
                  "continuous (default) or static (request-level batching baseline)")
       ->check(CLI::IsMember({"continuous", "static"}));

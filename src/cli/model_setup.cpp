@@ -11,7 +11,8 @@
 namespace strata::cli {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool with_threads) {
-  cmd.add_option("-m,--model", o.model, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
+  cmd.add_option("-m,--model", o.model,
+                 "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
       ->required();
   cmd.add_option("--tokenizer", o.tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   if (with_threads)
@@ -29,6 +30,37 @@ LoadedModel load_model(const ModelOptions& o) {
   log_info("loaded ", o.model, " in ", static_cast<int>(ms), " ms: ", lm.model->config().summary());
   log_info("backend ", lm.backend->name(), ", ", lm.backend->n_threads(), " threads");
   return lm;
+}
+
+void add_spec_options(CLI::App& cmd, SpecOptions& o) {
+  cmd.add_option(
+      "--spec", o.methods,
+      "Speculative decoding: ngram, suffix, self:TYPE (the model re-quantized, e.g. self:q4_0), "
+      "skip:LAYERS|auto (layer-skipping self-draft), draft:FILE (a draft model); several are tried "
+      "in order, e.g. ngram,draft:small.gguf");
+  cmd.add_option("--draft-max,--draft,--draft-n", o.draft_max, "Most drafted tokens per step (default 16)")
+      ->check(CLI::Range(0, 64));
+  cmd.add_option("--draft-min", o.draft_min, "Fewest drafted tokens worth verifying (default 0)")
+      ->check(CLI::Range(0, 64));
+  cmd.add_option("--draft-p-min", o.draft_p_min,
+                 "Model drafters stop when their most likely token is less likely than this (default 0.75)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_flag("--spec-fixed", o.fixed,
+               "Always draft --draft-max tokens (default: lengths adapt to acceptance and step cost)");
+  cmd.add_option("--spec-calibration-file", o.calibration_file,
+                 "Text that skip:auto calibrates on (default: the first prompt)");
+}
+
+SpecConfig spec_config(const SpecOptions& o) {
+  SpecConfig c;
+  if (!o.methods.empty()) c.methods = parse_spec_methods(o.methods);
+  c.draft_max = o.draft_max;
+  c.draft_min = o.draft_min;
+  c.draft_p_min = o.draft_p_min;
+  c.adaptive = !o.fixed;
+  if (!o.calibration_file.empty()) c.calibration_text = read_text_file(o.calibration_file);
+  validate_spec_config(c);
+  return c;
 }
 
 std::string read_text_file(const std::string& path) {

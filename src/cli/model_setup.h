@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "engine/spec/spec_config.h"
 #include "model/model.h"
 
 namespace CLI {
@@ -28,6 +29,19 @@ struct LoadedModel {
 
 // Creates the CPU backend and loads the model; logs the load time and summary to stderr.
 LoadedModel load_model(const ModelOptions& options);
+
+// Speculative decoding flags of run, serve and bench (llama.cpp's names where it has them).
+struct SpecOptions {
+  std::string methods;  // --spec METHOD[,METHOD]
+  int32_t draft_max = 16;
+  int32_t draft_min = 0;
+  float draft_p_min = 0.75f;
+  bool fixed = false;  // --spec-fixed: always draft draft_max (no adaptive lengths)
+  std::string calibration_file;
+};
+void add_spec_options(CLI::App& cmd, SpecOptions& options);
+// Parses and validates; throws strata::Error for a bad method or range.
+SpecConfig spec_config(const SpecOptions& options);
 
 // Reads a whole text file (for -f); throws strata::Error with a clean message.
 std::string read_text_file(const std::string& path);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace strata {
 namespace {
@@ -60,9 +61,12 @@ IsaLevel from_env(IsaLevel best) {
   const char* env = std::getenv("STRATA_ISA");
   if (!env) return best;
   IsaLevel want = best;
-  if (!std::strcmp(env, "scalar")) want = IsaLevel::Scalar;
-  else if (!std::strcmp(env, "avx2")) want = IsaLevel::Avx2;
-  else if (!std::strcmp(env, "avx512")) want = IsaLevel::Avx512;
+  if (!std::strcmp(env, "scalar"))
+    want = IsaLevel::Scalar;
+  else if (!std::strcmp(env, "avx2"))
+    want = IsaLevel::Avx2;
+  else if (!std::strcmp(env, "avx512"))
+    want = IsaLevel::Avx512;
   return want < best ? want : best;
 }
 
@@ -78,9 +82,13 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
-IsaLevel max_supported_isa() { return supported(cpu_features()); }
+IsaLevel max_supported_isa() {
+  return supported(cpu_features());
+}
 
-IsaLevel isa_level() { return static_cast<IsaLevel>(level_slot().load(std::memory_order_relaxed)); }
+IsaLevel isa_level() {
+  return static_cast<IsaLevel>(level_slot().load(std::memory_order_relaxed));
+}
 
 void set_isa_level(IsaLevel level) {
   const IsaLevel best = max_supported_isa();
@@ -89,9 +97,12 @@ void set_isa_level(IsaLevel level) {
 
 std::string isa_name(IsaLevel level) {
   switch (level) {
-    case IsaLevel::Scalar: return "scalar";
-    case IsaLevel::Avx2: return "avx2";
-    case IsaLevel::Avx512: return "avx512";
+    case IsaLevel::Scalar:
+      return "scalar";
+    case IsaLevel::Avx2:
+      return "avx2";
+    case IsaLevel::Avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -105,6 +116,19 @@ std::string cpu_description() {
   if (f.f16c) extra += "f16c ";
   if (!extra.empty()) s += " (cpu: " + extra.substr(0, extra.size() - 1) + ")";
   return s;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const size_t b = line.find_first_not_of(" \t", colon + 1);
+    return b == std::string::npos ? "unknown cpu" : line.substr(b);
+  }
+  return "unknown cpu";
 }
 
 }  // namespace strata

@@ -24,5 +24,7 @@ IsaLevel max_supported_isa();
 std::string isa_name(IsaLevel level);
 // "avx512 (vnni, bf16)" style description for logs and `strata info`.
 std::string cpu_description();
+// The CPU's model name ("AMD EPYC 7551 32-Core Processor"; /proc/cpuinfo), or "unknown cpu".
+std::string cpu_model_name();
 
 }  // namespace strata

@@ -1,10 +1,12 @@
-// The serving engine: requests in, token events out, one model, one loop.
+// The engine: requests in, token events out, one model, one loop. It drives every forward pass
+// of Strata: the server, and offline (engine/offline.h) run, bench, perplexity, kld and logits.
 //
-// Each step is schedule -> execute -> process outputs: the scheduler packs a token budget
-// from running decodes first, then chunks of waiting prefills; the model runs them as one
-// ragged batch over the paged KV cache; the outputs are sampled, detokenized, checked against
-// stop conditions and delivered as events. Out of KV blocks preempts the most recently admitted
-// request (its blocks are freed and it is recomputed later) — never an error.
+// Each step is schedule -> execute -> process outputs (see engine_core.h): the scheduler packs a
+// token budget from running decodes (with their speculative drafts) first, then chunks of
+// waiting prefills; the executor runs them as one ragged batch over the paged KV cache; the
+// outputs are verified, sampled, detokenized, checked against stop conditions and delivered as
+// events. Out of KV blocks preempts the most recently admitted request (its blocks are freed and
+// it is recomputed later) — never an error.
 #pragma once
 
 #include <atomic>
@@ -18,22 +20,25 @@
 
 #include "engine/metrics.h"
 #include "engine/request.h"
+#include "engine/spec/spec_config.h"
 #include "model/model.h"
 
 namespace strata {
 
 struct EngineConfig {
   int32_t block_size = 16;
-  size_t kv_cache_bytes = 0;           // 0: kv_cache_fraction of the available memory
-  double kv_cache_fraction = 0.25;     // of MemAvailable, when kv_cache_bytes is 0
+  size_t kv_cache_bytes = 0;        // 0: kv_cache_fraction of the available memory
+  int64_t kv_cache_tokens = 0;      // > 0: a pool of exactly this many tokens (offline tools)
+  double kv_cache_fraction = 0.25;  // of MemAvailable, when kv_cache_bytes is 0
   TensorType kv_type = TensorType::F16;
-  int32_t max_batched_tokens = 512;    // token budget of one step
-  int32_t max_num_seqs = 64;           // sequences in one step
-  int32_t max_queue = 1024;            // waiting requests beyond this are refused (429)
-  int64_t max_model_len = 0;           // prompt + output limit; 0: the model's training context
+  int32_t max_batched_tokens = 512;  // token budget of one step
+  int32_t max_num_seqs = 64;         // sequences in one step
+  int32_t max_queue = 1024;          // waiting requests beyond this are refused (429)
+  int64_t max_model_len = 0;         // prompt + output limit; 0: the model's training context
   bool prefix_caching = true;
-  bool static_batching = false;        // request-level batching baseline (benchmarks only)
-  std::string model_name;              // extra key of the prefix-cache hash
+  bool static_batching = false;  // request-level batching baseline (benchmarks only)
+  std::string model_name;        // extra key of the prefix-cache hash
+  SpecConfig spec;               // speculative decoding (off by default)
 };
 
 enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
@@ -47,14 +52,16 @@ struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;
   int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;   // referenced by a running request
-  int32_t kv_blocks_cached = 0; // free but holding a cached prefix block
-  double kv_waste = 0.0;        // allocated-but-empty slots / allocated slots
-  int64_t prefix_queries = 0;   // tokens
-  int64_t prefix_hits = 0;      // tokens
+  int32_t kv_blocks_used = 0;    // referenced by a running request
+  int32_t kv_blocks_cached = 0;  // free but holding a cached prefix block
+  double kv_waste = 0.0;         // allocated-but-empty slots / allocated slots
+  int64_t prefix_queries = 0;    // tokens
+  int64_t prefix_hits = 0;       // tokens
   int64_t preemptions = 0;
   int64_t steps = 0;
 };
+
+class EngineCore;
 
 class Engine {
  public:
@@ -65,6 +72,7 @@ class Engine {
 
   // Checks the parameters and that prompt + max_tokens can ever fit in the whole KV pool and
   // the model length; throws strata::Error (a 400 for the server) otherwise. Thread-safe.
+  // max_tokens 0 scores the prompt only (with prompt_logits_from).
   SubmitResult submit(RequestParams params, EventCallback on_event);
   // Frees the request's blocks before the next step; no further events except its Abort finish.
   void abort(RequestId id);

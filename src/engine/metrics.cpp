@@ -1,5 +1,6 @@
 #include "engine/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -20,7 +21,10 @@ void header(std::string& out, const std::string& name, const std::string& help, 
 }  // namespace
 
 Histogram::Histogram(std::string name, std::string help, std::vector<double> bounds)
-    : name_(std::move(name)), help_(std::move(help)), bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      bounds_(std::move(bounds)),
+      counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::observe(double v) {
   size_t i = 0;
@@ -60,15 +64,42 @@ void Gauge::render(std::string& out) const {
   out += name_ + " " + number(value_.load()) + "\n";
 }
 
+PositionCounter::PositionCounter(std::string name, std::string help, int n_positions)
+    : name_(std::move(name)), help_(std::move(help)), values_(static_cast<size_t>(n_positions)) {
+  for (auto& v : values_) v.store(0.0);
+}
+
+void PositionCounter::add(int position, double v) {
+  auto& slot =
+      values_[static_cast<size_t>(std::clamp<int>(position, 0, static_cast<int>(values_.size()) - 1))];
+  double cur = slot.load();
+  while (!slot.compare_exchange_weak(cur, cur + v)) {
+  }
+}
+
+double PositionCounter::value(int position) const {
+  return values_[static_cast<size_t>(position)].load();
+}
+
+void PositionCounter::render(std::string& out) const {
+  header(out, name_, help_, "counter");
+  for (size_t i = 0; i < values_.size(); ++i)
+    out += name_ + "{position=\"" + std::to_string(i) + "\"} " + number(values_[i].load()) + "\n";
+}
+
 std::string EngineMetrics::render() const {
   std::string out;
-  for (const Histogram* h : {&time_to_first_token, &inter_token_latency, &e2e_request_latency, &request_queue_time})
+  for (const Histogram* h :
+       {&time_to_first_token, &inter_token_latency, &e2e_request_latency, &request_queue_time})
     h->render(out);
-  for (const Gauge* g : {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste, &kv_blocks_free})
+  for (const Gauge* g :
+       {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste, &kv_blocks_free})
     g->render(out);
-  for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries, &prefix_cache_hits,
-                           &requests_finished, &requests_aborted})
+  for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries,
+                           &prefix_cache_hits, &requests_finished, &requests_aborted, &spec_num_drafts,
+                           &spec_num_draft_tokens, &spec_num_accepted_tokens})
     c->render(out);
+  spec_num_accepted_per_pos.render(out);
   return out;
 }
 

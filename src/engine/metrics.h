@@ -17,9 +17,9 @@ class Histogram {
 
  private:
   std::string name_, help_;
-  std::vector<double> bounds_;          // upper bounds, increasing (+Inf implied)
+  std::vector<double> bounds_;  // upper bounds, increasing (+Inf implied)
   mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;        // per bucket (not cumulative)
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative)
   double sum_ = 0.0;
   uint64_t count_ = 0;
 };
@@ -48,19 +48,37 @@ class Gauge {
   std::atomic<double> value_{0.0};
 };
 
+// A counter per position 0..n-1 (label "position"), e.g. accepted drafts by their place in the draft.
+class PositionCounter {
+ public:
+  PositionCounter(std::string name, std::string help, int n_positions);
+  void add(int position, double v = 1.0);  // positions >= n are counted in the last one
+  double value(int position) const;
+  void render(std::string& out) const;
+
+ private:
+  std::string name_, help_;
+  std::vector<std::atomic<double>> values_;
+};
+
 // Every metric of the engine, named after vLLM's where one exists (prefix "strata:").
 struct EngineMetrics {
-  Histogram time_to_first_token{"strata:time_to_first_token_seconds", "Time from arrival to the first token.",
-                                {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
-                                 7.5, 10.0, 20.0, 40.0, 80.0}};
-  Histogram inter_token_latency{"strata:inter_token_latency_seconds", "Time between consecutive output tokens.",
-                                {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
-                                 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}};
-  Histogram e2e_request_latency{"strata:e2e_request_latency_seconds", "Time from arrival to the last token.",
-                                {0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
-                                 40.0, 50.0, 60.0, 120.0}};
-  Histogram request_queue_time{"strata:request_queue_time_seconds", "Time from arrival to first scheduling.",
-                               {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0}};
+  Histogram time_to_first_token{"strata:time_to_first_token_seconds",
+                                "Time from arrival to the first token.",
+                                {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+                                 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}};
+  Histogram inter_token_latency{"strata:inter_token_latency_seconds",
+                                "Time between consecutive output tokens.",
+                                {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+                                 0.075, 0.1,    0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5}};
+  Histogram e2e_request_latency{"strata:e2e_request_latency_seconds",
+                                "Time from arrival to the last token.",
+                                {0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+                                 30.0, 40.0, 50.0, 60.0, 120.0}};
+  Histogram request_queue_time{
+      "strata:request_queue_time_seconds",
+      "Time from arrival to first scheduling.",
+      {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0}};
   Gauge num_requests_running{"strata:num_requests_running", "Requests in the running batch."};
   Gauge num_requests_waiting{"strata:num_requests_waiting", "Requests waiting to be scheduled."};
   Gauge kv_cache_usage{"strata:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1)."};
@@ -70,10 +88,19 @@ struct EngineMetrics {
   Counter prompt_tokens{"strata:prompt_tokens_total", "Prompt tokens processed (prefill, incl. cached)."};
   Counter generation_tokens{"strata:generation_tokens_total", "Tokens generated."};
   Counter preemptions{"strata:num_preemptions_total", "Requests preempted (blocks freed, recomputed later)."};
-  Counter prefix_cache_queries{"strata:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache."};
+  Counter prefix_cache_queries{"strata:prefix_cache_queries_total",
+                               "Prompt tokens looked up in the prefix cache."};
   Counter prefix_cache_hits{"strata:prefix_cache_hits_total", "Prompt tokens found in the prefix cache."};
   Counter requests_finished{"strata:request_success_total", "Requests finished (stop or length)."};
   Counter requests_aborted{"strata:request_aborted_total", "Requests aborted or disconnected."};
+  // Speculative decoding (vLLM's names).
+  Counter spec_num_drafts{"strata:spec_decode_num_drafts_total",
+                          "Verification rounds with at least one draft."};
+  Counter spec_num_draft_tokens{"strata:spec_decode_num_draft_tokens_total", "Speculative tokens proposed."};
+  Counter spec_num_accepted_tokens{"strata:spec_decode_num_accepted_tokens_total",
+                                   "Speculative tokens accepted."};
+  PositionCounter spec_num_accepted_per_pos{"strata:spec_decode_num_accepted_tokens_per_pos_total",
+                                            "Speculative tokens accepted, by position in the draft.", 64};
 
   std::string render() const;  // Prometheus text exposition format
 };

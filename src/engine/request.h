@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/spec/spec_config.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
+#include "sampling/token_constraint.h"
 
 namespace strata {
 
@@ -17,10 +19,10 @@ using RequestId = uint64_t;
 using Clock = std::chrono::steady_clock;
 
 struct StopConditions {
-  int32_t max_tokens = 16;                 // generated tokens per choice
-  std::vector<std::string> stop_strings;   // matched across token boundaries, never emitted
-  std::vector<int32_t> stop_token_ids;     // extra stop tokens (emitted as text? no: never emitted)
-  bool ignore_eos = false;                 // keep going after end-of-generation tokens
+  int32_t max_tokens = 16;                // generated tokens per choice (0: score the prompt only)
+  std::vector<std::string> stop_strings;  // matched across token boundaries, never emitted
+  std::vector<int32_t> stop_token_ids;    // extra stop tokens (never part of the text)
+  bool ignore_eos = false;                // keep going after end-of-generation tokens
 };
 
 struct RequestParams {
@@ -30,6 +32,16 @@ struct RequestParams {
   int32_t n = 1;              // parallel choices sharing the prompt's KV blocks
   int32_t top_logprobs = -1;  // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
   std::string cache_salt;     // prefix-cache isolation: different salts never share blocks
+  // Logits of prompt positions >= prompt_logits_from are delivered in events (-1: none); used by
+  // perplexity, kld and `strata logits`. Row j predicts prompt token j + 1.
+  int64_t prompt_logits_from = -1;
+  // Structured output: each choice gets its own constraint (null: unconstrained).
+  std::shared_ptr<const TokenConstraintFactory> constraint;
+  // This request's speculative decoding, overriding the engine's (unset: the engine's).
+  std::optional<SpecOverride> speculative;
+  // Partition of cross-request caches (the API key when the server has keys): with cache_salt,
+  // no tenant's text is ever proposed to another by a shared drafter cache.
+  std::string tenant;
 };
 
 enum class FinishReason { None, Stop, Length, Abort, Error };
@@ -37,29 +49,36 @@ const char* finish_reason_name(FinishReason r);
 
 struct TokenOutput {
   int32_t token;
-  float logprob = 0.0f;               // when top_logprobs >= 0
-  std::vector<TokenLogprob> top;      // k alternatives, most likely first
-  std::string piece;                  // raw bytes of this token (may be partial UTF-8)
+  float logprob = 0.0f;           // when top_logprobs >= 0
+  std::vector<TokenLogprob> top;  // k alternatives, most likely first
+  std::string piece;              // raw bytes of this token (may be partial UTF-8)
 };
 
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  // over all choices
   int64_t cached_prompt_tokens = 0;
+  int64_t draft_tokens = 0;           // speculative tokens proposed, over all choices
+  int64_t accepted_draft_tokens = 0;  // of them, accepted
 };
 
 // One event for one choice of a request. Delivered in order, on the engine thread: the
 // callback must be quick and must not block (queue it and return).
 struct EngineEvent {
   RequestId id = 0;
-  int32_t index = 0;                 // choice index (0 .. n-1)
-  std::string text;                  // newly final text (valid UTF-8; stop strings removed)
-  std::vector<TokenOutput> tokens;   // tokens generated this step (usually one)
+  int32_t index = 0;                         // choice index (0 .. n-1)
+  std::string text;                          // newly final text (valid UTF-8; stop strings removed)
+  std::vector<TokenOutput> tokens;           // tokens generated this step (several when drafts were accepted)
   FinishReason finish = FinishReason::None;  // set on the last event of the choice
-  std::string error;                 // FinishReason::Error
+  std::string error;                         // FinishReason::Error
   // On the final event of the last choice to finish: the whole request is done.
   bool request_done = false;
-  Usage usage;                       // filled when request_done
+  Usage usage;  // filled when request_done
+  // Prompt logits (RequestParams::prompt_logits_from): rows [logits_first_row, +n_logits_rows)
+  // of the prompt, [n_logits_rows, n_vocab]. Valid only during the callback.
+  const float* logits = nullptr;
+  int64_t logits_first_row = 0;
+  int64_t n_logits_rows = 0;
 };
 
 using EventCallback = std::function<void(const EngineEvent&)>;

@@ -41,9 +41,15 @@ void Scheduler::preempt(Sequence* victim, ScheduleOutput& out) {
 
 // Returns false when `seq` itself had to be preempted.
 bool Scheduler::schedule_running(Sequence* seq, int64_t& budget, ScheduleOutput& out) {
-  const int64_t n = std::min(seq->n_uncomputed(), budget);
-  if (n <= 0) return true;
-  while (!kv_.reserve(seq->kv, seq->n_computed + n, seq->n_computed, out.copies)) {
+  const int64_t n_real = std::min(seq->n_uncomputed(), budget);
+  if (n_real <= 0) return true;
+  const bool decode = seq->n_uncomputed() == 1;
+  int32_t n_draft = decode ? static_cast<int32_t>(std::min<int64_t>(seq->spec_k, budget - 1)) : 0;
+  while (!kv_.reserve(seq->kv, seq->n_computed + n_real + n_draft, seq->n_computed, out.copies)) {
+    if (n_draft > 0) {  // drafts are the first thing to go
+      n_draft = 0;
+      continue;
+    }
     // The most recently admitted sequence makes room (possibly `seq` itself).
     Sequence* victim = *std::max_element(running_.begin(), running_.end(), [](Sequence* a, Sequence* b) {
       return a->admitted_order < b->admitted_order;
@@ -53,8 +59,8 @@ bool Scheduler::schedule_running(Sequence* seq, int64_t& budget, ScheduleOutput&
     preempt(victim, out);
     if (victim == seq) return false;
   }
-  out.chunks.push_back({seq, n});
-  budget -= n;
+  out.chunks.push_back({seq, n_real + n_draft, n_draft});
+  budget -= n_real + n_draft;
   return true;
 }
 

@@ -6,6 +6,10 @@
 // is reached. When the pool runs out of blocks, the most recently admitted running sequence is
 // preempted: its blocks are freed and it goes back to the front of the queue, to be recomputed
 // (cheaply, when its blocks are still in the prefix cache).
+//
+// A decoding sequence with drafts (Sequence::spec_k) gets one verification chunk of its last
+// token plus up to spec_k drafts: the budget and the KV blocks shrink the drafts, never split
+// the chunk, and drafts are dropped before anything is preempted for them.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,8 @@ struct SchedulerConfig {
 
 struct ScheduledChunk {
   Sequence* seq;
-  int64_t n_tokens;  // tokens [seq->n_computed, seq->n_computed + n_tokens) run this step
+  int64_t n_tokens;     // tokens [seq->n_computed, seq->n_computed + n_tokens) run this step
+  int32_t n_draft = 0;  // of them, speculative tokens after the last accepted one (a decode only)
 };
 
 struct ScheduleOutput {
@@ -42,8 +47,8 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
 
-  void add_waiting(Sequence* seq);               // at the back of the queue
-  void add_running(Sequence* seq);               // a forked child joins its parent in the batch
+  void add_waiting(Sequence* seq);  // at the back of the queue
+  void add_running(Sequence* seq);  // a forked child joins its parent in the batch
   // Removes a sequence wherever it is (abort / finish); does not free its blocks.
   void remove(Sequence* seq);
 

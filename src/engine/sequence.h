@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/spec/spec_controller.h"
 #include "engine/stop_matcher.h"
 #include "kv/kv_cache_manager.h"
 #include "sampling/sampler.h"
@@ -19,17 +20,27 @@ struct RequestState;
 enum class SequenceStatus { Waiting, Running, Finished };
 
 struct Sequence {
+  uint64_t uid = 0;  // unique in the engine (drafter state key)
   RequestState* request = nullptr;
-  int32_t index = 0;                 // choice index within the request
-  std::vector<int32_t> tokens;       // prompt followed by the generated tokens
+  int32_t index = 0;            // choice index within the request
+  std::vector<int32_t> tokens;  // prompt followed by the generated tokens
   int64_t n_prompt = 0;
-  int64_t n_computed = 0;            // leading tokens whose K/V are in the cache
+  int64_t n_computed = 0;          // leading tokens whose K/V are in the cache
+  int64_t prompt_logits_sent = 0;  // prompt rows [.., this) already delivered (survives preemption)
   SequenceStatus status = SequenceStatus::Waiting;
   SequenceKv kv;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
-  uint64_t admitted_order = 0;       // increasing with each admission (preemption picks the max)
+  std::unique_ptr<TokenConstraint> constraint;  // structured output, or null
+  // Speculative decoding: drafts wanted before scheduling, the proposal of this step (never in
+  // `tokens` until accepted) with the distributions of sampled drafts, and the acceptance so far.
+  int32_t spec_k = 0;
+  std::vector<int32_t> draft;
+  std::vector<TokenDistribution> draft_q;
+  SpecAcceptance acceptance;
+  int64_t n_drafted = 0, n_draft_accepted = 0;
+  uint64_t admitted_order = 0;  // increasing with each admission (preemption picks the max)
   std::optional<Clock::time_point> last_token_time;
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
@@ -41,8 +52,11 @@ struct RequestState {
   RequestId id = 0;
   RequestParams params;
   EventCallback on_event;
-  BlockHash prefix_root{};            // model + cache salt
-  std::vector<std::unique_ptr<Sequence>> seqs;  // seqs[0] exists from the start; the others fork after prefill
+  BlockHash prefix_root{};  // model + cache salt
+  std::vector<std::unique_ptr<Sequence>>
+      seqs;               // seqs[0] exists from the start; the others fork after prefill
+  SpecConfig spec;        // the speculative decoding this request runs with
+  std::string partition;  // cross-request drafter caches: cache salt + tenant
   int32_t n_finished = 0;
   bool aborted = false;
   int64_t cached_prompt_tokens = 0;

@@ -42,7 +42,7 @@ struct PerplexityResult {
   int64_t stride = 0;
 };
 
-// Evaluates every window of `plan` over `text` (token ids, validated by the session) with a KV
+// Evaluates every window of `plan` over `text` (token ids, validated by the engine) with a KV
 // cache of kv_type (F16 or F32).
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
                                      TensorType kv_type = TensorType::F16, const ProgressFn& progress = {});

@@ -15,38 +15,58 @@ TensorType parse_kv_cache_type(std::string_view name) {
   return *t;
 }
 
+namespace {
+
+EngineConfig window_engine_config(int64_t n_ctx, TensorType kv_type) {
+  EngineConfig c;
+  c.kv_cache_tokens = n_ctx;
+  c.max_model_len = n_ctx;
+  c.max_num_seqs = 1;
+  c.max_batched_tokens = static_cast<int32_t>(WindowRunner::kChunkRows);
+  c.prefix_caching = false;
+  c.kv_type = kv_type;
+  return c;
+}
+
+}  // namespace
+
 WindowRunner::WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type)
-    : session_(model, n_ctx, kv_type), n_vocab_(model.config().n_vocab) {}
+    : engine_(model, window_engine_config(n_ctx, kv_type)), n_ctx_(n_ctx), n_vocab_(model.config().n_vocab) {}
 
 void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w) {
-  STRATA_CHECK(static_cast<int64_t>(tokens.size()) <= session_.n_ctx());
+  STRATA_CHECK(static_cast<int64_t>(tokens.size()) <= n_ctx_);
   STRATA_CHECK(w.score_begin >= 0 && w.n_score > 0 &&
                w.score_begin + w.n_score < static_cast<int64_t>(tokens.size()));
-  tokens_ = tokens;
-  session_.reset();
+  STRATA_CHECK(done_, "the previous window was not finished");
   next_row_ = w.score_begin;
   end_row_ = w.score_begin + w.n_score;
-  // The prefix only fills the KV cache; its logits are never read. Scored rows start at
-  // score_begin, so the prefix is tokens [0, score_begin).
-  for (int64_t b = 0; b < next_row_; b += kChunkRows) {
-    const int64_t e = std::min(next_row_, b + kChunkRows);
-    session_.eval(std::vector<int32_t>(tokens_.begin() + b, tokens_.begin() + e), /*all_logits=*/false);
-  }
+  // Row j's logits come from evaluating token j; tokens after the last scored row are never
+  // evaluated (nothing in the window would read their logits).
+  RequestParams p;
+  p.prompt.assign(tokens.begin(), tokens.begin() + end_row_);
+  p.prompt_logits_from = w.score_begin;
+  p.stop.max_tokens = 0;
+  p.sampling.temperature = 0.0f;
+  done_ = false;
+  error_.clear();
+  pending_ = LogitsChunk{};
+  const SubmitResult r = engine_.submit(std::move(p), [this](const EngineEvent& ev) {
+    if (ev.n_logits_rows > 0) pending_ = {ev.logits_first_row, ev.n_logits_rows, ev.logits};
+    if (ev.finish == FinishReason::Error) error_ = ev.error;
+    if (ev.request_done) done_ = true;
+  });
+  STRATA_CHECK(r.status == SubmitStatus::Accepted);
 }
 
 LogitsChunk WindowRunner::next_chunk() {
-  LogitsChunk c;
-  if (next_row_ >= end_row_) return c;
-  // Row j's logits come from evaluating token j; the last token of the window is never
-  // evaluated because nothing in the window follows it.
-  c.first_row = next_row_;
-  c.n_rows = std::min(kChunkRows, end_row_ - next_row_);
-  const std::vector<float>& logits = session_.eval(
-      std::vector<int32_t>(tokens_.begin() + c.first_row, tokens_.begin() + c.first_row + c.n_rows), true);
-  STRATA_CHECK(static_cast<int64_t>(logits.size()) == c.n_rows * n_vocab_);
-  c.logits = logits.data();
-  next_row_ += c.n_rows;
-  return c;
+  pending_ = LogitsChunk{};
+  while (pending_.n_rows == 0 && !done_ && engine_.step()) {
+  }
+  if (!error_.empty()) STRATA_THROW("evaluation failed: ", error_);
+  if (pending_.n_rows == 0) return LogitsChunk{};
+  STRATA_CHECK(pending_.first_row == next_row_, "prompt logits out of order");
+  next_row_ += pending_.n_rows;
+  return pending_;
 }
 
 }  // namespace strata::eval

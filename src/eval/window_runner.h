@@ -3,10 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "engine/session.h"
+#include "engine/engine.h"
 #include "eval/eval_windows.h"
 #include "model/model.h"
 
@@ -21,16 +22,17 @@ struct LogitsChunk {
 // "f16" or "f32" (any case) as a KV cache type; throws strata::Error otherwise.
 TensorType parse_kv_cache_type(std::string_view name);
 
+// A window is one engine request: the window's tokens up to its last scored row as the prompt,
+// prompt logits from the first scored row, nothing generated.
 class WindowRunner {
  public:
-  // Rows handed out per chunk; the model splits its own micro-batches at this size too.
+  // Rows handed out per chunk at most: the engine's token budget per step.
   static constexpr int64_t kChunkRows = 512;
 
   // kv_type: the KV cache element type (F16 as llama.cpp's default, or F32).
   WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
 
-  // Starts a window: evaluates the tokens before its first scored row (KV only).
-  // tokens: [n_ctx] as window_tokens() returns them.
+  // Starts a window. tokens: [n_ctx] as window_tokens() returns them.
   void begin(const std::vector<int32_t>& tokens, const EvalWindow& w);
   // Evaluates the next run of scored rows; n_rows == 0 once the window is finished. The
   // pointer stays valid until the next call.
@@ -39,11 +41,14 @@ class WindowRunner {
   int64_t n_vocab() const { return n_vocab_; }
 
  private:
-  Session session_;
+  Engine engine_;
+  int64_t n_ctx_;
   int64_t n_vocab_;
-  std::vector<int32_t> tokens_;  // [n_ctx] the current window
   int64_t next_row_ = 0;
   int64_t end_row_ = 0;
+  bool done_ = true;
+  std::string error_;
+  LogitsChunk pending_;  // delivered by the engine during the last step, not yet handed out
 };
 
 }  // namespace strata::eval

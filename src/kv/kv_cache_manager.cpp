@@ -1,5 +1,7 @@
 #include "kv/kv_cache_manager.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "kv/prefix_hash.h"
 
@@ -16,12 +18,13 @@ void KvCacheManager::extend_hashes(SequenceKv& seq, const std::vector<int32_t>& 
   while (seq.hashes.size() < full) {
     const size_t i = seq.hashes.size();
     const BlockHash& parent = i == 0 ? root : seq.hashes[i - 1];
-    seq.hashes.push_back(chain_block_hash(parent, tokens.data() + i * static_cast<size_t>(block_size_), block_size_));
+    seq.hashes.push_back(
+        chain_block_hash(parent, tokens.data() + i * static_cast<size_t>(block_size_), block_size_));
   }
 }
 
-int32_t KvCacheManager::acquire_prefix(SequenceKv& seq, const std::vector<int32_t>& tokens, int32_t max_tokens,
-                                       const BlockHash& root) {
+int32_t KvCacheManager::acquire_prefix(SequenceKv& seq, const std::vector<int32_t>& tokens,
+                                       int32_t max_tokens, const BlockHash& root) {
   STRATA_CHECK(seq.blocks.empty(), "prefix lookup on a sequence that holds blocks");
   if (!prefix_caching_ || max_tokens < block_size_) return 0;
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
@@ -37,7 +40,8 @@ int32_t KvCacheManager::acquire_prefix(SequenceKv& seq, const std::vector<int32_
   return static_cast<int32_t>(seq.blocks.size()) * block_size_;
 }
 
-bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_from, std::vector<BlockCopy>& copies) {
+bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_from,
+                             std::vector<BlockCopy>& copies) {
   const int32_t need_total = blocks_for(n_total);
   const int32_t have = static_cast<int32_t>(seq.blocks.size());
   // Shared blocks among those about to be written need a private copy each.
@@ -66,6 +70,18 @@ void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens
   const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
   for (size_t i = seq.n_publish_tried; i < full; ++i) pool_.publish(seq.blocks[i], seq.hashes[i]);
   seq.n_publish_tried = std::max(seq.n_publish_tried, full);
+}
+
+void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
+  STRATA_CHECK(n_tokens >= 0);
+  const size_t keep = static_cast<size_t>(blocks_for(n_tokens));
+  while (seq.blocks.size() > keep) {
+    pool_.release(seq.blocks.back());
+    seq.blocks.pop_back();
+  }
+  const size_t full = static_cast<size_t>(n_tokens / block_size_);
+  if (seq.hashes.size() > full) seq.hashes.resize(full);
+  seq.n_publish_tried = std::min(seq.n_publish_tried, full);
 }
 
 void KvCacheManager::free(SequenceKv& seq) {

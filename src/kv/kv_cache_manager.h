@@ -43,11 +43,18 @@ class KvCacheManager {
   // this step: a block among them shared with another sequence is replaced by a private copy
   // (its copy is appended to `copies`, to be executed before the write). Returns false, with
   // nothing changed, when the pool cannot supply the blocks.
-  [[nodiscard]] bool reserve(SequenceKv& seq, int64_t n_total, int64_t write_from, std::vector<BlockCopy>& copies);
+  [[nodiscard]] bool reserve(SequenceKv& seq, int64_t n_total, int64_t write_from,
+                             std::vector<BlockCopy>& copies);
 
   // Offers every block whose tokens are all in the cache (n_computed of them) to the prefix
   // cache. Call only after the forward pass that wrote them succeeded.
-  void publish(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_computed, const BlockHash& root);
+  void publish(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_computed,
+               const BlockHash& root);
+
+  // Shrinks the sequence to its first n_tokens positions: blocks past them go back to the pool
+  // (rejected speculative tokens, rollback). Blocks that stay are not touched, so a shared or
+  // published block never changes.
+  void truncate(SequenceKv& seq, int64_t n_tokens);
 
   // Gives back all the sequence's blocks (tail first, so the LRU evicts tails before heads).
   void free(SequenceKv& seq);
@@ -56,7 +63,8 @@ class KvCacheManager {
   void fork(const SequenceKv& parent, SequenceKv& child);
 
  private:
-  void extend_hashes(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_tokens, const BlockHash& root);
+  void extend_hashes(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_tokens,
+                     const BlockHash& root);
 
   BlockPool pool_;
   int32_t block_size_;

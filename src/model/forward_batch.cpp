@@ -21,6 +21,7 @@ void ForwardBatch::clear() {
   seq.clear();
   want_logits.clear();
   block_tables.clear();
+  skip_layers = nullptr;
 }
 
 }  // namespace strata

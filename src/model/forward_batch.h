@@ -18,6 +18,9 @@ struct ForwardBatch {
   // Tokens of one sequence appear in increasing position order; all earlier positions of the
   // sequence are already in the cache (or earlier in this batch).
   std::vector<const std::vector<BlockId>*> block_tables;
+  // Layers to skip (a layer-skipping self-draft): [n_layer] 1 = skipped, or null for none. A
+  // skipped layer leaves the residual unchanged and writes no K/V.
+  const std::vector<uint8_t>* skip_layers = nullptr;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const;

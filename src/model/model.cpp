@@ -11,10 +11,11 @@
 namespace strata {
 
 struct Model::Layer {
-  std::unique_ptr<BackendBuffer> attn_norm;            // [n_embd]
-  std::unique_ptr<BackendMatrix> wq, wk, wv, wo;       // [n_embd_q, n_embd], [n_embd_kv, n_embd] x2, [n_embd, n_embd_q]
-  std::unique_ptr<BackendBuffer> bq, bk, bv;           // [n_embd_q], [n_embd_kv] x2 (qwen2 only)
-  std::unique_ptr<BackendBuffer> ffn_norm;             // [n_embd]
+  std::unique_ptr<BackendBuffer> attn_norm;  // [n_embd]
+  std::unique_ptr<BackendMatrix> wq, wk, wv,
+      wo;  // [n_embd_q, n_embd], [n_embd_kv, n_embd] x2, [n_embd, n_embd_q]
+  std::unique_ptr<BackendBuffer> bq, bk, bv;            // [n_embd_q], [n_embd_kv] x2 (qwen2 only)
+  std::unique_ptr<BackendBuffer> ffn_norm;              // [n_embd]
   std::unique_ptr<BackendMatrix> w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
@@ -28,7 +29,8 @@ struct Model::Scratch {
 namespace {
 
 // Checks a tensor's presence, type and shape; returns it.
-const TensorInfo& expect_tensor(const ModelFile& f, const std::string& name, std::initializer_list<int64_t> shape) {
+const TensorInfo& expect_tensor(const ModelFile& f, const std::string& name,
+                                std::initializer_list<int64_t> shape) {
   const TensorInfo* t = f.find_tensor(name);
   if (!t) STRATA_THROW("model is missing tensor '", name, "'");
   const int n = static_cast<int>(shape.size());
@@ -39,17 +41,20 @@ const TensorInfo& expect_tensor(const ModelFile& f, const std::string& name, std
   if (!ok) {
     std::string want, got;
     for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-    for (int j = 0; j < std::max(t->n_dims, 1); ++j) got += (j ? ", " : "") + std::to_string(t->ne[static_cast<size_t>(j)]);
+    for (int j = 0; j < std::max(t->n_dims, 1); ++j)
+      got += (j ? ", " : "") + std::to_string(t->ne[static_cast<size_t>(j)]);
     STRATA_THROW("tensor '", name, "' has shape [", got, "], expected [", want, "]");
   }
-  if (!is_storage_type(t->type)) STRATA_THROW("tensor '", name, "' has unsupported type ", type_name(t->type));
+  if (!is_storage_type(t->type))
+    STRATA_THROW("tensor '", name, "' has unsupported type ", type_name(t->type));
   return *t;
 }
 
 }  // namespace
 
 const char* OpProfile::name(int op) {
-  static const char* const kNames[] = {"embed", "norm", "matmul", "rope", "attention", "elementwise", "output"};
+  static const char* const kNames[] = {"embed",     "norm",        "matmul", "rope",
+                                       "attention", "elementwise", "output"};
   return op >= 0 && op < kNumOps ? kNames[op] : "?";
 }
 
@@ -70,8 +75,14 @@ Model::Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadO
 
 Model::~Model() = default;
 
-std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend, const ModelLoadOptions& options) {
-  std::unique_ptr<Model> m(new Model(open_model_file(path, options.tokenizer_path), backend, options));
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend,
+                                   const ModelLoadOptions& options) {
+  return load(open_model_file(path, options.tokenizer_path), backend, options);
+}
+
+std::unique_ptr<Model> Model::load(std::unique_ptr<ModelFile> file, Backend& backend,
+                                   const ModelLoadOptions& options) {
+  std::unique_ptr<Model> m(new Model(std::move(file), backend, options));
   m->config_ = ModelConfig::from_metadata(m->file_->metadata());
   m->tokenizer_ = Tokenizer::from_metadata(m->file_->metadata());
   m->bind_weights();
@@ -150,8 +161,8 @@ KvGeometry Model::kv_geometry(TensorType kv_type, int32_t block_size) const {
 size_t Model::weight_bytes() const {
   size_t total = output_->weight_bytes();
   for (const Layer& L : layers_)
-    for (const BackendMatrix* m : {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get(), L.w_gate.get(), L.w_up.get(),
-                                   L.w_down.get()})
+    for (const BackendMatrix* m :
+         {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get(), L.w_gate.get(), L.w_up.get(), L.w_down.get()})
       total += m->weight_bytes();
   return total;
 }
@@ -161,7 +172,8 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
   STRATA_CHECK(batch.pos.size() == static_cast<size_t>(n) && batch.seq.size() == static_cast<size_t>(n) &&
                batch.want_logits.size() == static_cast<size_t>(n));
   STRATA_CHECK(kv.geometry().n_layer == config_.n_layer && kv.geometry().n_head_kv == config_.n_head_kv &&
-               kv.geometry().head_dim == config_.head_dim, "KV storage does not match the model");
+                   kv.geometry().head_dim == config_.head_dim,
+               "KV storage does not match the model");
   const int64_t step = options_.max_batch_tokens;
   for (int64_t begin = 0; begin < n; begin += step) {
     const int64_t end = std::min(n, begin + step);
@@ -178,7 +190,9 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
   if (!scratch_ || scratch_->cap < n) {
     auto s = std::make_unique<Scratch>();
     s->cap = std::max<int64_t>(n, scratch_ ? scratch_->cap : 0);
-    auto buf = [&](int64_t width) { return backend_.alloc(static_cast<size_t>(s->cap * width) * sizeof(float)); };
+    auto buf = [&](int64_t width) {
+      return backend_.alloc(static_cast<size_t>(s->cap * width) * sizeof(float));
+    };
     s->x = buf(c.n_embd);
     s->h = buf(c.n_embd);
     s->q = buf(c.n_embd_q());
@@ -210,24 +224,31 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
     STRATA_CHECK(p >= 0 && p / bs < ab.n_blocks[static_cast<size_t>(sq)], "position ", p, " has no KV block");
     const int32_t tok = batch.tokens[static_cast<size_t>(begin + t)];
     STRATA_CHECK(tok >= 0 && tok < c.n_vocab, "token id ", tok, " out of range");
-    s.slots[static_cast<size_t>(t)] = static_cast<int64_t>(ab.block_tables[static_cast<size_t>(sq)][p / bs]) * bs + p % bs;
+    s.slots[static_cast<size_t>(t)] =
+        static_cast<int64_t>(ab.block_tables[static_cast<size_t>(sq)][p / bs]) * bs + p % bs;
   }
 
   float* x = static_cast<float*>(s.x->data());
   timed(OpProfile::Embed, [&] { backend_.get_rows(*token_embd_, batch.tokens.data() + begin, n, x); });
-  for (int64_t il = 0; il < c.n_layer; ++il)
+  STRATA_CHECK(!batch.skip_layers || batch.skip_layers->size() == static_cast<size_t>(c.n_layer));
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (batch.skip_layers && (*batch.skip_layers)[static_cast<size_t>(il)]) continue;
     run_layer(layers_[static_cast<size_t>(il)], n, kv.layer(static_cast<int32_t>(il)), ab);
+  }
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
   float* h = static_cast<float*>(s.h->data());
   int64_t n_out = 0;
   for (int64_t t = 0; t < n; ++t) {
     if (!batch.want_logits[static_cast<size_t>(begin + t)]) continue;
-    if (n_out != t) std::memcpy(x + n_out * c.n_embd, x + t * c.n_embd, static_cast<size_t>(c.n_embd) * sizeof(float));
+    if (n_out != t)
+      std::memcpy(x + n_out * c.n_embd, x + t * c.n_embd, static_cast<size_t>(c.n_embd) * sizeof(float));
     ++n_out;
   }
   if (n_out == 0) return;
-  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(output_norm_->data()), h, n_out, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Norm, [&] {
+    backend_.rms_norm(x, static_cast<const float*>(output_norm_->data()), h, n_out, c.n_embd, c.rms_eps);
+  });
   timed(OpProfile::Output, [&] { backend_.matmul(*output_, h, logits, n_out); });
 }
 
@@ -244,14 +265,19 @@ void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const At
   float* gate = static_cast<float*>(s.gate->data());
   float* up = static_cast<float*>(s.up->data());
 
-  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(L.attn_norm->data()), h, n, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Norm, [&] {
+    backend_.rms_norm(x, static_cast<const float*>(L.attn_norm->data()), h, n, c.n_embd, c.rms_eps);
+  });
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wq, h, q, n); });
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wk, h, k, n); });
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wv, h, v, n); });
   if (c.qkv_bias) {
-    timed(OpProfile::Elementwise, [&] { backend_.add_bias(q, static_cast<const float*>(L.bq->data()), n, c.n_embd_q()); });
-    timed(OpProfile::Elementwise, [&] { backend_.add_bias(k, static_cast<const float*>(L.bk->data()), n, c.n_embd_kv()); });
-    timed(OpProfile::Elementwise, [&] { backend_.add_bias(v, static_cast<const float*>(L.bv->data()), n, c.n_embd_kv()); });
+    timed(OpProfile::Elementwise,
+          [&] { backend_.add_bias(q, static_cast<const float*>(L.bq->data()), n, c.n_embd_q()); });
+    timed(OpProfile::Elementwise,
+          [&] { backend_.add_bias(k, static_cast<const float*>(L.bk->data()), n, c.n_embd_kv()); });
+    timed(OpProfile::Elementwise,
+          [&] { backend_.add_bias(v, static_cast<const float*>(L.bv->data()), n, c.n_embd_kv()); });
   }
   timed(OpProfile::Rope, [&] { backend_.rope(q, ab.pos, n, c.n_head, c.head_dim, c.rope); });
   timed(OpProfile::Rope, [&] { backend_.rope(k, ab.pos, n, c.n_head_kv, c.head_dim, c.rope); });
@@ -267,7 +293,9 @@ void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const At
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wo, attn, o, n); });
   timed(OpProfile::Elementwise, [&] { backend_.add(x, o, n * c.n_embd); });
 
-  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, static_cast<const float*>(L.ffn_norm->data()), h, n, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Norm, [&] {
+    backend_.rms_norm(x, static_cast<const float*>(L.ffn_norm->data()), h, n, c.n_embd, c.rms_eps);
+  });
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_gate, h, gate, n); });
   timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_up, h, up, n); });
   timed(OpProfile::Elementwise, [&] { backend_.swiglu(gate, up, gate, n * c.n_ff); });

@@ -23,7 +23,7 @@ struct OpProfile {
 };
 
 struct ModelLoadOptions {
-  std::string tokenizer_path;  // llama2.c tokenizer .bin for a .bin checkpoint
+  std::string tokenizer_path;      // llama2.c tokenizer .bin for a .bin checkpoint
   int64_t max_batch_tokens = 512;  // micro-batch size: larger batches are run in pieces
 };
 
@@ -32,6 +32,9 @@ class Model {
   // Opens the file (any format open_model_file accepts), validates config and tensor shapes,
   // builds the tokenizer and prepares the weights on `backend` (which must outlive the model).
   static std::unique_ptr<Model> load(const std::string& path, Backend& backend,
+                                     const ModelLoadOptions& options = {});
+  // The same from a file already opened (or made in memory).
+  static std::unique_ptr<Model> load(std::unique_ptr<ModelFile> file, Backend& backend,
                                      const ModelLoadOptions& options = {});
   ~Model();
 
@@ -67,8 +70,8 @@ class Model {
   ModelLoadOptions options_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  const TensorInfo* token_embd_ = nullptr;  // [n_vocab, n_embd] any type, read by get_rows
-  std::unique_ptr<BackendMatrix> output_;   // [n_vocab, n_embd]
+  const TensorInfo* token_embd_ = nullptr;      // [n_vocab, n_embd] any type, read by get_rows
+  std::unique_ptr<BackendMatrix> output_;       // [n_vocab, n_embd]
   std::unique_ptr<BackendBuffer> output_norm_;  // [n_embd] f32
   std::vector<float> rope_freq_factors_;        // [n_rot / 2] or empty
   std::vector<Layer> layers_;

@@ -10,7 +10,9 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 }  // namespace
 
@@ -31,6 +33,19 @@ uint64_t Rng::next_u64() {
   return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
+
+double hash_uniform(uint64_t seed, uint64_t counter, uint64_t stream) {
+  // Three rounds of splitmix64 over the mixed inputs: each input bit reaches every output bit.
+  uint64_t x = seed;
+  uint64_t h = splitmix64(x);
+  x = h ^ (counter * 0xd1b54a32d192ed03ULL);
+  h = splitmix64(x);
+  x = h ^ (stream * 0x8cb92ba72f3d8dd7ULL);
+  h = splitmix64(x);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
 
 }  // namespace strata

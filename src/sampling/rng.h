@@ -18,4 +18,8 @@ class Rng {
   uint64_t s_[4];
 };
 
+// A uniform number in [0, 1) that is a fixed function of (seed, counter, stream): counter-based
+// randomness, so a draw does not depend on how many draws came before it.
+double hash_uniform(uint64_t seed, uint64_t counter, uint64_t stream);
+
 }  // namespace strata

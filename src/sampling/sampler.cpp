@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "sampling/rng.h"
 
 namespace strata {
 namespace {
@@ -25,10 +26,26 @@ uint64_t random_seed() {
 
 }  // namespace
 
+float TokenDistribution::prob_of(int32_t token) const {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] == token) return probs[i];
+  return 0.0f;
+}
+
+int32_t TokenDistribution::draw(double u) const {
+  STRATA_CHECK(!tokens.empty(), "drawing from an empty distribution");
+  double r = u;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    r -= probs[i];
+    if (r < 0.0) return tokens[i];
+  }
+  return tokens.back();  // u within rounding of 1
+}
+
 Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
     : params_(params),
       n_vocab_(n_vocab),
-      rng_(params.seed ? *params.seed : random_seed()),
+      seed_(params.seed ? *params.seed : random_seed()),
       in_prompt_(static_cast<size_t>(n_vocab), 0),
       work_(static_cast<size_t>(n_vocab)),
       order_(static_cast<size_t>(n_vocab)) {
@@ -44,87 +61,122 @@ void Sampler::accept(int32_t token) {
   STRATA_CHECK(token >= 0 && token < n_vocab_);
   ++generated_counts_[token];
   in_prompt_[static_cast<size_t>(token)] = 1;
+  ++n_accepted_;
 }
 
-void Sampler::apply_penalties_and_bias(std::vector<float>& logits) const {
+double Sampler::uniform(RandomStream stream, int64_t ahead) const {
+  return hash_uniform(seed_, static_cast<uint64_t>(n_accepted_ + ahead), static_cast<uint64_t>(stream));
+}
+
+// work_ = logits with the penalties, the bias and the mask applied.
+void Sampler::penalized_logits(const float* logits, const uint8_t* allowed) {
+  std::copy(logits, logits + n_vocab_, work_.begin());
   if (params_.repetition_penalty != 1.0f) {
     const float rp = params_.repetition_penalty;
     for (int32_t i = 0; i < n_vocab_; ++i) {
       if (!in_prompt_[static_cast<size_t>(i)]) continue;
-      float& l = logits[static_cast<size_t>(i)];
+      float& l = work_[static_cast<size_t>(i)];
       l = l > 0.0f ? l / rp : l * rp;
     }
   }
-  for (const auto& [token, count] : generated_counts_) {
-    logits[static_cast<size_t>(token)] -=
+  for (const auto& [token, count] : generated_counts_)
+    work_[static_cast<size_t>(token)] -=
         params_.frequency_penalty * static_cast<float>(count) + params_.presence_penalty;
+  for (const auto& [token, bias] : params_.logit_bias) work_[static_cast<size_t>(token)] += bias;
+  if (allowed) {
+    bool any = false;
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      if (allowed[i])
+        any = true;
+      else
+        work_[static_cast<size_t>(i)] = -std::numeric_limits<float>::infinity();
+    }
+    STRATA_CHECK(any, "the token mask allows no token");
   }
-  for (const auto& [token, bias] : params_.logit_bias) logits[static_cast<size_t>(token)] += bias;
 }
 
-int32_t Sampler::sample(const float* logits) {
-  std::copy(logits, logits + n_vocab_, work_.begin());
-  apply_penalties_and_bias(work_);
-  if (params_.greedy()) return argmax(work_.data(), n_vocab_);
-  return draw(work_);
+void Sampler::distribution(const float* logits, const uint8_t* allowed, TokenDistribution& out) {
+  penalized_logits(logits, allowed);
+  out.tokens.clear();
+  out.probs.clear();
+  if (params_.greedy()) {
+    out.tokens.push_back(argmax(work_.data(), n_vocab_));
+    out.probs.push_back(1.0f);
+    return;
+  }
+  truncated_distribution(out);
 }
 
-// Temperature, then top-k, top-p and min-p on the sorted candidates, then one uniform draw.
-int32_t Sampler::draw(std::vector<float>& logits) {
+// Temperature, then top-k, top-p and min-p on the sorted candidates, normalized.
+void Sampler::truncated_distribution(TokenDistribution& out) {
+  std::vector<float>& p = work_;
   const float inv_t = 1.0f / params_.temperature;
-  const float max_l = logits[static_cast<size_t>(argmax(logits.data(), n_vocab_))];
-  // Unnormalized probabilities; the max is 1.
+  const float max_l = p[static_cast<size_t>(argmax(p.data(), n_vocab_))];
+  STRATA_CHECK(std::isfinite(max_l), "no finite logit to sample from");
   double total = 0.0;
-  for (float& l : logits) {
+  for (float& l : p) {  // unnormalized probabilities; the max is 1
     l = std::isfinite(l) ? std::exp((l - max_l) * inv_t) : 0.0f;
     total += l;
   }
-  std::iota(order_.begin(), order_.end(), 0);
-  auto by_prob = [&](int32_t a, int32_t b) {
-    const float pa = logits[static_cast<size_t>(a)], pb = logits[static_cast<size_t>(b)];
-    return pa > pb || (pa == pb && a < b);
-  };
+  const bool truncate =
+      (params_.top_k > 0 && params_.top_k < n_vocab_) || params_.top_p < 1.0f || params_.min_p > 0.0f;
   int32_t n = n_vocab_;
-  if (params_.top_k > 0) n = std::min(n, params_.top_k);
-  // Sort just enough of the candidates: grow the sorted prefix until top-p is covered.
-  int32_t sorted = 0;
-  auto sort_prefix = [&](int32_t want) {
-    want = std::min(want, n_vocab_);
-    if (want <= sorted) return;
-    std::partial_sort(order_.begin() + sorted, order_.begin() + want, order_.end(), by_prob);
-    sorted = want;
-  };
-  sort_prefix(std::min(n, 64));
-  if (params_.top_p < 1.0f) {
-    double cum = 0.0;
-    int32_t keep = 0;
-    for (;;) {
-      while (keep < sorted && keep < n) {
-        cum += logits[static_cast<size_t>(order_[static_cast<size_t>(keep)])] / total;
-        ++keep;
-        if (cum >= params_.top_p) break;
-      }
-      if (cum >= params_.top_p || keep >= n) break;
-      sort_prefix(std::min(n, sorted * 8));
-    }
-    n = keep;
+  if (!truncate) {
+    std::iota(order_.begin(), order_.end(), 0);  // no ranking needed: id order
   } else {
-    sort_prefix(n);
-  }
-  if (params_.min_p > 0.0f) {
-    const float floor_p = params_.min_p * logits[static_cast<size_t>(order_[0])];
-    int32_t keep = 1;
-    while (keep < n && logits[static_cast<size_t>(order_[static_cast<size_t>(keep)])] >= floor_p) ++keep;
-    n = keep;
+    std::iota(order_.begin(), order_.end(), 0);
+    auto by_prob = [&](int32_t a, int32_t b) {
+      const float pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
+      return pa > pb || (pa == pb && a < b);
+    };
+    if (params_.top_k > 0) n = std::min(n, params_.top_k);
+    // Sort just enough of the candidates: grow the sorted prefix until top-p is covered.
+    int32_t sorted = 0;
+    auto sort_prefix = [&](int32_t want) {
+      want = std::min(want, n_vocab_);
+      if (want <= sorted) return;
+      std::partial_sort(order_.begin() + sorted, order_.begin() + want, order_.end(), by_prob);
+      sorted = want;
+    };
+    sort_prefix(std::min(n, 64));
+    if (params_.top_p < 1.0f) {
+      double cum = 0.0;
+      int32_t keep = 0;
+      for (;;) {
+        while (keep < sorted && keep < n) {
+          cum += p[static_cast<size_t>(order_[static_cast<size_t>(keep)])] / total;
+          ++keep;
+          if (cum >= params_.top_p) break;
+        }
+        if (cum >= params_.top_p || keep >= n) break;
+        sort_prefix(std::min(n, sorted * 8));
+      }
+      n = keep;
+    } else {
+      sort_prefix(n);
+    }
+    if (params_.min_p > 0.0f) {
+      const float floor_p = params_.min_p * p[static_cast<size_t>(order_[0])];
+      int32_t keep = 1;
+      while (keep < n && p[static_cast<size_t>(order_[static_cast<size_t>(keep)])] >= floor_p) ++keep;
+      n = keep;
+    }
   }
   double mass = 0.0;
-  for (int32_t i = 0; i < n; ++i) mass += logits[static_cast<size_t>(order_[static_cast<size_t>(i)])];
-  double r = rng_.uniform() * mass;
+  for (int32_t i = 0; i < n; ++i) mass += p[static_cast<size_t>(order_[static_cast<size_t>(i)])];
   for (int32_t i = 0; i < n; ++i) {
-    r -= logits[static_cast<size_t>(order_[static_cast<size_t>(i)])];
-    if (r < 0.0) return order_[static_cast<size_t>(i)];
+    const int32_t t = order_[static_cast<size_t>(i)];
+    const float pt = p[static_cast<size_t>(t)];
+    if (pt <= 0.0f) continue;  // masked out or -inf
+    out.tokens.push_back(t);
+    out.probs.push_back(static_cast<float>(pt / mass));
   }
-  return order_[static_cast<size_t>(n - 1)];
+}
+
+int32_t Sampler::sample(const float* logits, const uint8_t* allowed) {
+  distribution(logits, allowed, scratch_);
+  if (scratch_.tokens.size() == 1) return scratch_.tokens[0];
+  return scratch_.draw(uniform(RandomStream::Draw));
 }
 
 float token_logprob(const float* logits, int32_t n_vocab, int32_t token) {
@@ -146,7 +198,8 @@ std::vector<TokenLogprob> top_logprobs(const float* logits, int32_t n_vocab, int
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   });
   std::vector<TokenLogprob> out;
-  for (int32_t i = 0; i < k; ++i) out.push_back({ids[static_cast<size_t>(i)], logits[ids[static_cast<size_t>(i)]] - log_z});
+  for (int32_t i = 0; i < k; ++i)
+    out.push_back({ids[static_cast<size_t>(i)], logits[ids[static_cast<size_t>(i)]] - log_z});
   return out;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
+#include "engine/spec/spec_config.h"
 #include "server/api_error.h"
 
 namespace strata::server {
@@ -127,6 +129,13 @@ std::optional<int32_t> parse_common_fields(const JsonFields& f, const ServedMode
   if (const auto salt = f.string("cache_salt", kMaxSmallStringBytes)) {
     if (salt->empty()) throw invalid_value("cache_salt", "'cache_salt' must not be empty.");
     req.params.cache_salt = *salt;
+  }
+  if (const ChatJson* spec = f.get("speculative")) {  // Strata's extension: per-request speculation
+    try {
+      req.params.speculative = parse_spec_override(nlohmann::json::parse(spec->dump()));
+    } catch (const Error& e) {
+      throw invalid_value("speculative", e.what());
+    }
   }
   // max_completion_tokens is the newer name; when both are given it wins, as in OpenAI.
   std::optional<int64_t> max_tokens = f.integer("max_completion_tokens", 1, INT32_MAX);

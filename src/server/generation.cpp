@@ -35,6 +35,8 @@ Generation::Generation(Engine& engine, const GenerationRequest& req)
           shared->usage.prompt_tokens += ev.usage.prompt_tokens;
           shared->usage.completion_tokens += ev.usage.completion_tokens;
           shared->usage.cached_prompt_tokens += ev.usage.cached_prompt_tokens;
+          shared->usage.draft_tokens += ev.usage.draft_tokens;
+          shared->usage.accepted_draft_tokens += ev.usage.accepted_draft_tokens;
         }
       }
       shared->cv.notify_one();

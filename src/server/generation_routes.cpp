@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/api_key.h"
 #include "server/connection_watch.h"
 #include "server/generation.h"
 #include "server/json_fields.h"
@@ -140,6 +141,9 @@ void handle_generation(ServerContext& ctx, const httplib::Request& http_req, htt
   GenerationRequest req = endpoint == Endpoint::ChatCompletions
                               ? parse_chat_request(body, model.served)
                               : parse_completion_request(body, model.served);
+  // Cross-request drafter caches are partitioned by tenant: the API key the client presented.
+  if (!ctx.options.api_key.empty())
+    req.params.tenant = std::string(bearer_token(http_req.get_header_value("Authorization")));
   auto run = std::make_shared<Run>(std::move(in_flight), ctx, model, std::move(req), http_req);
   if (!run->req.stream) {
     run_to_completion(*run, res);

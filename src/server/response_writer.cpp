@@ -146,6 +146,12 @@ void ResponseWriter::add(int32_t index, const EngineEvent& ev) {
     append_logprobs(c, logprobs_of(c.text_chars, ev.tokens));
 }
 
+// llama-server's per-response `timings` extra: speculative draft counts, when there were drafts.
+void ResponseWriter::add_timings(ChatJson& j, const Usage& u) {
+  if (u.draft_tokens > 0)
+    j["timings"] = {{"draft_n", u.draft_tokens}, {"draft_n_accepted", u.accepted_draft_tokens}};
+}
+
 ChatJson ResponseWriter::usage_json(const Usage& u) const {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
@@ -176,6 +182,7 @@ std::string ResponseWriter::body(const Usage& usage) const {
     j["choices"].push_back(std::move(choice));
   }
   j["usage"] = usage_json(usage);
+  add_timings(j, usage);
   return dump_json(j);
 }
 
@@ -223,6 +230,7 @@ std::string ResponseWriter::chunk(int32_t index, const EngineEvent& ev) {
 std::string ResponseWriter::usage_chunk(const Usage& usage) const {
   ChatJson j = envelope(true);
   j["usage"] = usage_json(usage);
+  add_timings(j, usage);
   return dump_json(j);
 }
 

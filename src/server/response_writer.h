@@ -50,6 +50,7 @@ class ResponseWriter {
   ChatJson logprobs_of(int64_t& text_chars, const std::vector<TokenOutput>& tokens) const;
   void append_logprobs(Choice& choice, const ChatJson& part) const;
   ChatJson usage_json(const Usage& usage) const;
+  static void add_timings(ChatJson& j, const Usage& usage);
 
   const GenerationRequest& req_;
   const Tokenizer& tok_;

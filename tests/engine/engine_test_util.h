@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "common/fixtures.h"
 #include "engine/engine.h"
-#include "engine/session.h"
+#include "common/direct_session.h"
 #include "model/model.h"
 
 namespace strata::test {

@@ -76,7 +76,7 @@ TEST(EngineDeterminism, MatchesDirectGreedyDecoding) {
   Model& m = *test::stories().model;
   const auto engine_tokens = run_all({2}, base_config(), 32)[0];
   std::vector<int32_t> ids = m.tokenizer().encode(prompt_for(2), true, false);
-  Session session(m, 256);
+  test::DirectSession session(m, 256);
   const std::vector<float>* logits = &session.eval(ids);
   std::vector<int32_t> direct;
   for (int i = 0; i < 32; ++i) {

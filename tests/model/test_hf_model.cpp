@@ -8,7 +8,7 @@
 
 #include "backend/backend.h"
 #include "common/fixtures.h"
-#include "engine/session.h"
+#include "common/direct_session.h"
 #include "model/model.h"
 
 namespace strata {
@@ -17,7 +17,7 @@ namespace {
 const std::string kDir = "models/tinystories656k";
 
 std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids) {
-  Session s(m, static_cast<int64_t>(ids.size()));
+  test::DirectSession s(m, static_cast<int64_t>(ids.size()));
   return s.eval(ids, true);
 }
 

@@ -7,7 +7,7 @@
 
 #include "backend/backend.h"
 #include "common/fixtures.h"
-#include "engine/session.h"
+#include "common/direct_session.h"
 #include "model/model.h"
 
 namespace strata {
@@ -55,7 +55,7 @@ TEST_P(ReferenceLogits, MatchLlamaCpp) {
   for (const RefCase& c : cases) {
     // The tokenizer must reproduce llama.cpp's ids (BOS added as the model says).
     EXPECT_EQ(model->tokenizer().encode(c.prompt, true, false), c.tokens) << c.prompt;
-    Session session(*model, static_cast<int64_t>(c.tokens.size()));
+    test::DirectSession session(*model, static_cast<int64_t>(c.tokens.size()));
     const auto& logits = session.eval(c.tokens, /*all_logits=*/true);
     const size_t n_vocab = static_cast<size_t>(model->config().n_vocab);
     ASSERT_EQ(c.logits.size(), c.tokens.size());
@@ -107,7 +107,7 @@ TEST(ReferenceGreedy, Stories260KContinuations) {
   const int64_t n_vocab = model->config().n_vocab;
   for (const RefCase& c : load_reference("stories260K")) {
     ASSERT_EQ(c.greedy.size(), 64u);
-    Session session(*model, static_cast<int64_t>(c.tokens.size() + c.greedy.size()));
+    test::DirectSession session(*model, static_cast<int64_t>(c.tokens.size() + c.greedy.size()));
     const std::vector<float>* logits = &session.eval(c.tokens);
     size_t i = 0;
     for (; i < c.greedy.size(); ++i) {

@@ -20,7 +20,12 @@ std::vector<double> frequencies(SamplingParams sp, const std::vector<float>& log
   sp.seed = 1234;
   Sampler s(sp, static_cast<int32_t>(logits.size()));
   std::vector<double> f(logits.size(), 0.0);
-  for (int i = 0; i < n; ++i) f[static_cast<size_t>(s.sample(logits.data()))] += 1.0 / n;
+  // Each draw is at the next output position (the sampler's randomness is keyed by position).
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = s.sample(logits.data());
+    f[static_cast<size_t>(t)] += 1.0 / n;
+    s.accept(t);
+  }
   return f;
 }
 
@@ -69,7 +74,15 @@ TEST(Sampler, SameSeedSameTokens) {
   sp.seed = 7;
   const std::vector<float> l = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
   Sampler a(sp, 5), b(sp, 5);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.sample(l.data()), b.sample(l.data()));
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < 100; ++i) {
+    const int32_t t = a.sample(l.data());
+    EXPECT_EQ(t, b.sample(l.data()));
+    a.accept(t);
+    b.accept(t);
+    ++seen[t];
+  }
+  EXPECT_GT(seen.size(), 1u);  // the draws do vary from position to position
 }
 
 TEST(Sampler, PenaltiesFollowOpenAiAndVllmDefinitions) {

@@ -309,7 +309,7 @@ TEST(HttpServer, MetricsArePrometheusText) {
   ASSERT_TRUE(res && res->status == 200);
   EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain", 0), 0u);
   // Every line: a HELP/TYPE comment or `name{labels} value` with a number.
-  const std::regex sample("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{le=\"([^\"]+)\"\\})? (\\S+)$");
+  const std::regex sample("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{(le|position)=\"([^\"]+)\"\\})? (\\S+)$");
   const std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$)");
   std::map<std::string, std::string> types;
   std::map<std::string, double> values;
@@ -327,11 +327,14 @@ TEST(HttpServer, MetricsArePrometheusText) {
       continue;
     }
     ASSERT_TRUE(std::regex_match(line, m, sample)) << line;
-    const double v = m[4] == "+Inf" ? INFINITY : std::stod(m[4]);
-    if (m[2].matched) {  // histogram buckets are cumulative
+    const double v = m[5] == "+Inf" ? INFINITY : std::stod(m[5]);
+    if (m[3] == "le") {  // histogram buckets are cumulative
       EXPECT_GE(v, last_bucket) << line;
       last_bucket = v;
-      if (m[3] == "+Inf") values[m[1].str() + "{+Inf}"] = v;
+      if (m[4] == "+Inf") values[m[1].str() + "{+Inf}"] = v;
+    } else if (m[3] == "position") {
+      EXPECT_GE(v, 0.0) << line;
+      values[m[1].str() + "{" + m[4].str() + "}"] = v;
     } else {
       values[m[1]] = v;
     }

@@ -1,0 +1,177 @@
+// The speculative part of a step: draft lengths, proposals, and the cost model behind them.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "engine/engine_core.h"
+
+namespace strata {
+namespace {
+
+bool is_model_method(DraftMethod m) {
+  return m != DraftMethod::Ngram && m != DraftMethod::Suffix;
+}
+
+}  // namespace
+
+DraftSlot EngineCore::make_slot(Sequence& s, int32_t max_draft) const {
+  DraftSlot slot;
+  slot.seq_id = s.uid;
+  slot.tokens = &s.tokens;
+  slot.n_prompt = s.n_prompt;
+  slot.blocks = &s.kv.blocks;
+  slot.sampler = s.sampler.get();
+  slot.constraint = s.constraint.get();
+  slot.partition = &s.request->partition;
+  slot.max_draft = max_draft;
+  slot.p_min = s.request->spec.draft_p_min;
+  return slot;
+}
+
+// Times target steps of 1, 2, 4, ... tokens once, on a few blocks borrowed from the pool.
+void EngineCore::calibrate_cost_model() {
+  if (cost_calibrated_) return;
+  const int64_t max_n = std::min<int64_t>(64, config_.max_batched_tokens);
+  SequenceKv scratch;
+  std::vector<BlockCopy> none;
+  if (!kv_->reserve(scratch, max_n, 0, none)) return;  // the pool is busy: try again later
+  cost_calibrated_ = true;
+  std::vector<std::pair<int64_t, double>> samples;
+  ForwardBatch b;
+  for (int64_t n = 1; n <= max_n; n *= 2) {
+    for (int rep = 0; rep < (n == 1 ? 2 : 1); ++rep) {  // the first run warms up
+      b.clear();
+      b.block_tables.push_back(&scratch.blocks);
+      for (int64_t i = 0; i < n; ++i)
+        b.add(static_cast<int32_t>(i % model_.config().n_vocab), static_cast<int32_t>(i), 0, i + 1 == n);
+      const auto t0 = std::chrono::steady_clock::now();
+      target_->execute({}, b);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (rep + 1 == (n == 1 ? 2 : 1)) samples.push_back({n, dt});
+    }
+  }
+  kv_->free(scratch);
+  cost_.set_samples(samples);
+  std::string line;
+  for (const auto& [n, s] : samples)
+    line += " " + std::to_string(n) + ":" + std::to_string(s * 1e3).substr(0, 6) + "ms";
+  log_info("speculative decoding: step cost by batched tokens", line);
+}
+
+void EngineCore::plan_speculation() {
+  std::vector<Sequence*> seqs;
+  std::vector<SpecCandidate> cands;
+  int64_t base_tokens = 0;
+  for (Sequence* s : scheduler_->running()) {
+    s->spec_k = 0;
+    s->draft.clear();
+    s->draft_q.clear();
+    const int64_t left = s->n_uncomputed();
+    base_tokens += std::min<int64_t>(left, config_.max_batched_tokens);
+    const RequestState& r = *s->request;
+    if (left != 1 || !r.spec.enabled() || s->status != SequenceStatus::Running) continue;
+    // Never draft past max_tokens or the model length (the last emitted token needs no draft).
+    const int64_t cap = std::min<int64_t>({r.spec.draft_max, r.params.stop.max_tokens - s->n_generated() - 1,
+                                           max_len_ - static_cast<int64_t>(s->tokens.size()) - 1});
+    if (cap <= 0) continue;
+    double cost = 0.0;
+    for (const DraftMethodSpec& m : r.spec.methods)
+      if (const Drafter* d = drafter_for(m)) cost = std::max(cost, d->relative_cost());
+    seqs.push_back(s);
+    cands.push_back({s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0});
+  }
+  if (seqs.empty()) return;
+  bool adaptive = false;
+  for (Sequence* s : seqs) adaptive = adaptive || s->request->spec.adaptive;
+  if (adaptive) calibrate_cost_model();
+  for (SpecCandidate& c : cands) c.draft_cost *= cost_.empty() ? 0.0 : cost_.seconds(1);
+  SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = *seqs[i];
+    const SpecConfig& spec = s.request->spec;
+    const int32_t k = spec.adaptive ? cands[i].k : cands[i].max_k;
+    if (k <= 0) continue;
+    // The chain in order: the first cheap drafter with a long enough proposal wins; a model
+    // drafter later in the chain drafts after scheduling.
+    for (const DraftMethodSpec& m : spec.methods) {
+      if (is_model_method(m.method)) {
+        s.spec_k = k;
+        break;
+      }
+      DraftSlot slot = make_slot(s, k);
+      DraftSlot* p = &slot;
+      drafter_for(m)->draft({&p, 1});
+      if (static_cast<int32_t>(slot.draft.size()) >= std::max(1, spec.draft_min)) {
+        s.draft = std::move(slot.draft);
+        constrain_drafts(s);
+        s.spec_k = static_cast<int32_t>(s.draft.size());
+        break;
+      }
+    }
+  }
+}
+
+// Cuts a proposal at its first token the grammar would not allow (the constraint is left as it was).
+void EngineCore::constrain_drafts(Sequence& s) {
+  if (!s.constraint || s.draft.empty()) return;
+  int32_t ok = 0;
+  while (ok < static_cast<int32_t>(s.draft.size()) && s.constraint->accept(s.draft[static_cast<size_t>(ok)]))
+    ++ok;
+  if (ok > 0) s.constraint->rollback(ok);
+  s.draft.resize(static_cast<size_t>(ok));
+  if (!s.draft_q.empty()) s.draft_q.resize(static_cast<size_t>(ok));
+}
+
+void EngineCore::draft_with_models(ScheduleOutput& so) {
+  // Copy-on-write first: drafters read the copied blocks.
+  if (!so.copies.empty()) {
+    target_->execute(so.copies, ForwardBatch{});
+    for (const auto& d : drafters_) d->copy_blocks(so.copies);
+    so.copies.clear();
+  }
+  std::map<Drafter*, std::vector<DraftSlot>> by_drafter;
+  std::map<Drafter*, std::vector<Sequence*>> owners;
+  for (ScheduledChunk& c : so.chunks) {
+    Sequence& s = *c.seq;
+    if (c.n_draft == 0) {
+      s.draft.clear();
+      continue;
+    }
+    if (!s.draft.empty()) {  // a cheap drafter proposed before scheduling
+      s.draft.resize(std::min<size_t>(s.draft.size(), static_cast<size_t>(c.n_draft)));
+      continue;
+    }
+    for (const DraftMethodSpec& m : s.request->spec.methods) {
+      if (!is_model_method(m.method)) continue;
+      Drafter* d = drafter_for(m);
+      STRATA_CHECK(d, "drafter ", m.name(), " is not loaded");
+      by_drafter[d].push_back(make_slot(s, c.n_draft));
+      owners[d].push_back(&s);
+      break;
+    }
+  }
+  for (auto& [d, slots] : by_drafter) {
+    std::vector<DraftSlot*> ptrs;
+    for (DraftSlot& sl : slots) ptrs.push_back(&sl);
+    d->draft(ptrs);
+    const auto& seqs = owners[d];
+    for (size_t i = 0; i < slots.size(); ++i) {
+      Sequence& s = *seqs[i];
+      if (static_cast<int32_t>(slots[i].draft.size()) < std::max(1, s.request->spec.draft_min)) continue;
+      s.draft = std::move(slots[i].draft);
+      s.draft_q = std::move(slots[i].q);
+      constrain_drafts(s);
+    }
+  }
+  // The chunks carry what was actually proposed.
+  for (ScheduledChunk& c : so.chunks) {
+    if (c.n_draft == 0) continue;
+    const auto n = static_cast<int32_t>(c.seq->draft.size());
+    c.n_tokens -= c.n_draft - n;
+    c.n_draft = n;
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,50 @@
+// The model-runner seam between the scheduler and a model: the engine hands an executor the
+// block copies and the ragged batch of one step and gets the wanted logits rows back. Today's
+// executor runs a Model on the CPU backend over its own KV storage; a draft model is a second
+// executor over the same block ids, and a second process or a GPU can sit behind this
+// interface later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "kv/kv_storage.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+
+namespace strata {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const ModelConfig& config() const = 0;
+  // KV memory of one block (all layers, K and V).
+  virtual size_t kv_bytes_per_block() const = 0;
+  // Copies blocks (copy-on-write of shared blocks), then runs the batch: writes its K/V and
+  // returns the logits of the rows with want_logits, in batch order: [n_outputs, n_vocab],
+  // valid until the next call.
+  virtual const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) = 0;
+};
+
+// A Model on its backend, with KV storage for n_blocks blocks.
+class ModelExecutor final : public Executor {
+ public:
+  ModelExecutor(Model& model, const KvGeometry& geometry, int32_t n_blocks);
+
+  const ModelConfig& config() const override { return model_.config(); }
+  size_t kv_bytes_per_block() const override { return kv_.geometry().bytes_per_block(); }
+  const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) override;
+
+  Model& model() { return model_; }
+  const KvStorage& kv() const { return kv_; }
+
+ private:
+  Model& model_;
+  KvStorage kv_;
+  std::vector<float> logits_;  // [n_outputs, n_vocab]
+};
+
+}  // namespace strata

@@ -1,0 +1,17 @@
+#include "engine/executor.h"
+
+namespace strata {
+
+ModelExecutor::ModelExecutor(Model& model, const KvGeometry& geometry, int32_t n_blocks)
+    : model_(model), kv_(model.backend(), geometry, n_blocks) {}
+
+const float* ModelExecutor::execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) {
+  for (const BlockCopy& c : copies)
+    for (int32_t il = 0; il < kv_.geometry().n_layer; ++il)
+      model_.backend().copy_kv_block(kv_.layer(il), c.src, c.dst);
+  logits_.resize(static_cast<size_t>(batch.n_outputs() * model_.config().n_vocab));
+  if (batch.n_tokens() > 0) model_.forward(batch, kv_, logits_.data());
+  return logits_.data();
+}
+
+}  // namespace strata

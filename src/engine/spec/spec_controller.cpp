@@ -1,0 +1,43 @@
+#include "engine/spec/spec_controller.h"
+
+#include <cmath>
+
+namespace strata {
+
+void SpecAcceptance::record(int32_t n_drafted, int32_t n_accepted) {
+  if (n_drafted <= 0) return;
+  constexpr double kDecay = 0.9;  // about the last ten rounds
+  accepted = accepted * kDecay + n_accepted;
+  rejected = rejected * kDecay + (n_accepted < n_drafted ? 1.0 : 0.0);
+}
+
+void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {
+  for (SpecCandidate& s : c) s.k = 0;
+  if (!cost_ || cost_->empty()) {
+    for (SpecCandidate& s : c) s.k = s.max_k;
+    return;
+  }
+  int64_t tokens = base_tokens;
+  double expected = static_cast<double>(c.size());  // every decode emits at least one token
+  double seconds = cost_->seconds(tokens);
+  for (;;) {
+    // The draft that adds the most expected tokens next.
+    int best = -1;
+    double best_gain = 0.0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i].k >= c[i].max_k) continue;
+      const double gain = std::pow(c[i].alpha, c[i].k + 1);
+      if (gain > best_gain) best_gain = gain, best = static_cast<int>(i);
+    }
+    if (best < 0) break;
+    const double extra =
+        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + c[static_cast<size_t>(best)].draft_cost;
+    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) break;  // no longer pays
+    ++c[static_cast<size_t>(best)].k;
+    ++tokens;
+    expected += best_gain;
+    seconds += extra;
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// Adaptive draft lengths: how many tokens each sequence drafts this step.
+//
+// Drafts are handed out one at a time to the sequence where the next one is expected to add the
+// most accepted tokens (alpha^(k+1) for its k-th draft, alpha its running acceptance rate), as
+// long as the step's expected output tokens per second still improves under the measured cost
+// of a step of that many tokens (StepCostModel) plus the drafting. A memory-bound step takes
+// drafts almost for free; at high concurrency the step is compute-bound, each token costs its
+// full share, and the lengths shrink to 0 by themselves.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/spec/step_cost_model.h"
+
+namespace strata {
+
+// Acceptance of one sequence's drafts: exponentially decayed counts of accepted drafts and of
+// rejections (a round ends at its first rejection), so alpha = P(next draft accepted).
+struct SpecAcceptance {
+  double accepted = 1.2, rejected = 0.8;  // prior: alpha 0.6 with the weight of two rounds
+  double alpha() const { return accepted / (accepted + rejected); }
+  void record(int32_t n_drafted, int32_t n_accepted);
+};
+
+struct SpecCandidate {
+  double alpha = 0.0;       // acceptance rate
+  double draft_cost = 0.0;  // seconds of drafting one token
+  int32_t max_k = 0;        // cap (draft_max, tokens left, context left)
+  int32_t k = 0;            // chosen
+};
+
+class SpecController {
+ public:
+  // cost: the target's step times (null: no cost model, every candidate gets max_k).
+  explicit SpecController(const StepCostModel* cost) : cost_(cost) {}
+  // base_tokens: tokens of the step before any draft (decodes and prefill chunks).
+  void choose(std::vector<SpecCandidate>& candidates, int64_t base_tokens) const;
+
+ private:
+  const StepCostModel* cost_;
+};
+
+}  // namespace strata

@@ -1,0 +1,52 @@
+#include "engine/spec/step_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata {
+
+void StepCostModel::set_samples(const std::vector<std::pair<int64_t, double>>& samples) {
+  points_.clear();
+  for (const auto& [n, s] : samples)
+    if (n > 0 && s > 0.0 && std::isfinite(s)) points_.push_back({n, s});
+  std::sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.n < b.n; });
+  // Time never decreases with more tokens (measurement noise can say otherwise).
+  for (size_t i = 1; i < points_.size(); ++i)
+    points_[i].seconds = std::max(points_[i].seconds, points_[i - 1].seconds);
+}
+
+void StepCostModel::observe(int64_t n_tokens, double seconds) {
+  if (points_.empty() || n_tokens <= 0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
+  // The size class: the sample point nearest in log scale.
+  size_t best = 0;
+  double best_d = 1e300;
+  for (size_t i = 0; i < points_.size(); ++i) {
+    const double d = std::fabs(std::log(static_cast<double>(points_[i].n) / static_cast<double>(n_tokens)));
+    if (d < best_d) best_d = d, best = i;
+  }
+  if (best_d > 0.35) return;  // not close enough to any sample point to say much about it
+  // Moved to the class's size along the model's own curve, then averaged in.
+  const double est = seconds - (this->seconds(n_tokens) - points_[best].seconds);
+  if (est > 0.0) points_[best].seconds = 0.9 * points_[best].seconds + 0.1 * est;
+}
+
+double StepCostModel::seconds(int64_t n_tokens) const {
+  if (points_.empty()) return static_cast<double>(n_tokens);
+  if (n_tokens <= points_.front().n) return points_.front().seconds;
+  for (size_t i = 1; i < points_.size(); ++i) {
+    if (n_tokens <= points_[i].n) {
+      const Point& a = points_[i - 1];
+      const Point& b = points_[i];
+      const double f = static_cast<double>(n_tokens - a.n) / static_cast<double>(b.n - a.n);
+      return a.seconds + f * (b.seconds - a.seconds);
+    }
+  }
+  // Beyond the largest sample: the slope of the last segment (or proportional with one point).
+  const Point& last = points_.back();
+  const double slope = points_.size() >= 2 ? (last.seconds - points_[points_.size() - 2].seconds) /
+                                                 static_cast<double>(last.n - points_[points_.size() - 2].n)
+                                           : last.seconds / static_cast<double>(last.n);
+  return last.seconds + slope * static_cast<double>(n_tokens - last.n);
+}
+
+}  // namespace strata
