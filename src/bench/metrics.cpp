@@ -74,6 +74,11 @@ BenchMetrics compute_metrics(const std::vector<RequestRecord>& records, double d
     if (auto t = request_tpot_s(r)) tpot.push_back(*t * 1e3);
     for (double gap : r.itl_s) itl.push_back(gap * 1e3);
     if (slo.any() && meets_slo(r, slo)) ++m.good_requests;
+    if (r.draft_tokens >= 0) {
+      ++m.spec_requests;
+      m.draft_tokens += r.draft_tokens;
+      m.accepted_draft_tokens += std::max<int64_t>(r.accepted_draft_tokens, 0);
+    }
   }
   if (duration_s > 0.0) {
     m.request_throughput = static_cast<double>(m.completed) / duration_s;

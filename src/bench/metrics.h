@@ -13,6 +13,8 @@
 //   goodput             successful requests meeting every SLO given / duration, where a request
 //                       meets --slo-ttft if TTFT <= it, --slo-tpot if TPOT <= it (TPOT is 0 for
 //                       one-token outputs), --slo-e2e if E2E <= it.
+//   speculation         draft and accepted-draft tokens summed over the requests whose server
+//                       reports `timings.draft_n`; acceptance rate = accepted / drafted.
 //   percentiles         linear interpolation between closest ranks (numpy's default): the p-th
 //                       percentile of sorted x[0..n-1] is x[k] + f * (x[k+1] - x[k]) with
 //                       k + f = p / 100 * (n - 1).
@@ -56,6 +58,8 @@ struct BenchMetrics {
   Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
   std::optional<double> goodput;  // requests/s, only when an SLO is given
   int64_t good_requests = 0;
+  // Speculative decoding over the successful requests that report it (0 when none does).
+  int64_t spec_requests = 0, draft_tokens = 0, accepted_draft_tokens = 0;
 };
 
 // The TPOT of one successful request in seconds, or nullopt when output_tokens <= 1.

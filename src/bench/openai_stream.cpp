@@ -102,6 +102,10 @@ StreamEventInfo interpret_event(const SseEvent& event, EndpointKind kind) {
     info.completion_tokens = usage_field(*usage, "completion_tokens");
     info.prompt_tokens = usage_field(*usage, "prompt_tokens");
   }
+  if (auto timings = data.find("timings"); timings != data.end() && timings->is_object()) {
+    info.draft_n = usage_field(*timings, "draft_n");
+    info.draft_n_accepted = usage_field(*timings, "draft_n_accepted");
+  }
   return info;
 }
 
@@ -142,6 +146,8 @@ void StreamTracker::on_event(const SseEvent& event, Clock::time_point arrival) {
     record_.input_tokens = info.prompt_tokens;
     record_.input_tokens_from_usage = true;
   }
+  if (info.draft_n >= 0) record_.draft_tokens = info.draft_n;
+  if (info.draft_n_accepted >= 0) record_.accepted_draft_tokens = info.draft_n_accepted;
 }
 
 void StreamTracker::fail(std::string error_class, std::string message) {

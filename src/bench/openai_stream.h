@@ -53,7 +53,8 @@ struct StreamEventInfo {
   bool has_content = false;
   int64_t completion_tokens = -1;  // usage fields, -1 when absent
   int64_t prompt_tokens = -1;
-  std::string message;  // for kError / kMalformed
+  int64_t draft_n = -1, draft_n_accepted = -1;  // timings fields, -1 when absent
+  std::string message;                          // for kError / kMalformed
 };
 StreamEventInfo interpret_event(const SseEvent& event, EndpointKind kind);
 

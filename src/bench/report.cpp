@@ -149,6 +149,13 @@ json run_json(const BenchRun& run, const BenchServeOptions& options, bool detail
     j["goodput"] = *m.goodput;
     j["good_requests"] = m.good_requests;
   }
+  if (m.spec_requests > 0)
+    j["spec"] = {{"requests", m.spec_requests},
+                 {"draft_tokens", m.draft_tokens},
+                 {"accepted_tokens", m.accepted_draft_tokens},
+                 {"acceptance_rate", m.draft_tokens > 0 ? json(static_cast<double>(m.accepted_draft_tokens) /
+                                                               static_cast<double>(m.draft_tokens))
+                                                        : json(nullptr)}};
   if (detailed) {
     json reqs = json::array();
     for (const RequestRecord& r : run.load.records) reqs.push_back(request_json(r));
@@ -200,6 +207,11 @@ void print_run_report(std::ostream& out, const BenchRun& run, const BenchServeRe
          fmt("%.3f", *m.goodput) + "  (" + std::to_string(m.good_requests) + " requests meet " +
              slo_text(options.slo) + ")");
   }
+  if (m.spec_requests > 0 && m.draft_tokens > 0)
+    line(out, "Draft acceptance rate:",
+         fmt("%.3f", static_cast<double>(m.accepted_draft_tokens) / static_cast<double>(m.draft_tokens)) +
+             "  (" + std::to_string(m.accepted_draft_tokens) + " of " + std::to_string(m.draft_tokens) +
+             " drafted)");
   out << "------------------ Latency (ms) ------------------\n";
   char buf[160];
   std::snprintf(buf, sizeof buf, "%-6s %10s %10s %10s %10s %8s\n", "", "mean", "median", "p90", "p99", "n");

@@ -32,6 +32,9 @@ struct RequestRecord {
   bool output_tokens_from_usage = false;
   int64_t input_tokens = 0;  // usage.prompt_tokens if reported, else the workload's estimate
   bool input_tokens_from_usage = false;
+  // Speculative decoding, when the server reports it (llama-server's and Strata's
+  // `timings.draft_n` / `timings.draft_n_accepted`); -1 when it does not.
+  int64_t draft_tokens = -1, accepted_draft_tokens = -1;
 };
 
 }  // namespace strata::bench

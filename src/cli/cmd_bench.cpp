@@ -134,6 +134,7 @@ DecodeRun bench_tg(Engine& engine, const std::vector<int32_t>& prompt, int n, in
       out.tps.push_back(n_timed / dt);
       out.usage.draft_tokens += o.usage.draft_tokens;
       out.usage.accepted_draft_tokens += o.usage.accepted_draft_tokens;
+      out.usage.draft_rounds += o.usage.draft_rounds;
     }
   }
   return out;
@@ -266,11 +267,25 @@ void run(const BenchOptions& o) {
       // Acceptance rate, and tokens per verification round = 1 + accepted drafts per round.
       const double rate =
           static_cast<double>(d.usage.accepted_draft_tokens) / static_cast<double>(d.usage.draft_tokens);
-      out["tg"]["spec"] = {{"draft_tokens", d.usage.draft_tokens},
-                           {"accepted_tokens", d.usage.accepted_draft_tokens},
-                           {"acceptance_rate", rate}};
+      const double mean_len = static_cast<double>(d.usage.accepted_draft_tokens + d.usage.draft_rounds) /
+                              static_cast<double>(std::max<int64_t>(1, d.usage.draft_rounds));
+      const EngineMetrics& em = engine.metrics();
+      const double step = em.step_seconds.value();
+      out["tg"]["spec"] = {
+          {"draft_tokens", d.usage.draft_tokens},
+          {"accepted_tokens", d.usage.accepted_draft_tokens},
+          {"rounds", d.usage.draft_rounds},
+          {"acceptance_rate", rate},
+          {"mean_acceptance_length", mean_len},
+          // Step time of the whole run (prefill tests included): drafting before
+          // the forward pass, the target's forward pass, and the rest (verification).
+          {"time_share",
+           {{"draft", em.draft_seconds.value() / step},
+            {"target_forward", em.forward_seconds.value() / step},
+            {"verify_and_emit", (step - em.draft_seconds.value() - em.forward_seconds.value()) / step}}}};
       log_info("speculative: ", d.usage.accepted_draft_tokens, " of ", d.usage.draft_tokens,
-               " drafted tokens accepted (", 100.0 * rate, "%)");
+               " drafted tokens accepted (", 100.0 * rate, "%), mean acceptance length ", mean_len,
+               " tokens per verification step");
     }
     if (o.profile) out["tg"]["profile"] = take_profile();
   }

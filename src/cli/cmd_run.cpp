@@ -85,7 +85,10 @@ void run(RunOptions& o) {
              " drafted tokens accepted (",
              100.0 * static_cast<double>(out.usage.accepted_draft_tokens) /
                  static_cast<double>(out.usage.draft_tokens),
-             "%)");
+             "%), mean acceptance length ",
+             static_cast<double>(out.usage.accepted_draft_tokens + out.usage.draft_rounds) /
+                 static_cast<double>(std::max<int64_t>(1, out.usage.draft_rounds)),
+             " tokens per verification step");
 }
 
 void setup(CLI::App& cmd) {

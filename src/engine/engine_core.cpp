@@ -175,6 +175,7 @@ bool EngineCore::step() {
     EngineCore& c;
     ~EraseAtExit() { c.erase_finished(); }
   } erase_at_exit{*this};
+  const auto t_start = Clock::now();
   plan_speculation();
   ScheduleOutput so = scheduler_->schedule();
   if (!so.preempted.empty()) metrics_.preemptions.add(static_cast<double>(so.preempted.size()));
@@ -195,6 +196,7 @@ bool EngineCore::step() {
   if (so.empty()) return has_work();
   try {
     draft_with_models(so);
+    metrics_.draft_seconds.add(seconds(Clock::now() - t_start));  // planning, scheduling and drafting
     execute(so);
   } catch (const std::exception& e) {
     // The batch failed as a whole: its requests fail, and none of their blocks are published.
@@ -206,6 +208,7 @@ bool EngineCore::step() {
     return true;
   }
   process_outputs(so);
+  metrics_.step_seconds.add(seconds(Clock::now() - t_start));
   return true;
 }
 

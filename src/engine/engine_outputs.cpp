@@ -48,8 +48,9 @@ void EngineCore::execute(ScheduleOutput& so) {
   const auto t0 = std::chrono::steady_clock::now();
   logits_ = target_->execute(so.copies, batch_);
   so.copies.clear();
-  cost_.observe(batch_.n_tokens(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  cost_.observe(batch_.n_tokens(), dt);
+  metrics_.forward_seconds.add(dt);
 }
 
 void EngineCore::process_outputs(const ScheduleOutput& so) {
@@ -149,6 +150,7 @@ void EngineCore::emit(Sequence& s, const float* rows, int32_t n_draft) {
     s.acceptance.record(n_draft, accepted);
     s.n_drafted += n_draft;
     s.n_draft_accepted += accepted;
+    ++s.n_draft_rounds;
     metrics_.spec_num_drafts.add();
     metrics_.spec_num_draft_tokens.add(n_draft);
     metrics_.spec_num_accepted_tokens.add(accepted);
@@ -260,6 +262,7 @@ void EngineCore::finish_sequence(Sequence& s, FinishReason reason, EngineEvent e
       ev.usage.completion_tokens += q->n_generated();
       ev.usage.draft_tokens += q->n_drafted;
       ev.usage.accepted_draft_tokens += q->n_draft_accepted;
+      ev.usage.draft_rounds += q->n_draft_rounds;
     }
     metrics_.e2e_request_latency.observe(seconds(Clock::now() - r.arrival));
     if (failed)

@@ -99,6 +99,13 @@ struct EngineMetrics {
   Counter spec_num_draft_tokens{"strata:spec_decode_num_draft_tokens_total", "Speculative tokens proposed."};
   Counter spec_num_accepted_tokens{"strata:spec_decode_num_accepted_tokens_total",
                                    "Speculative tokens accepted."};
+  // Where step time goes: the target's forward pass; the rest before it (planning, scheduling,
+  // drafting); the whole step (the remainder is output processing).
+  Counter forward_seconds{"strata:model_forward_seconds_total",
+                          "Seconds in the target model's forward passes."};
+  Counter draft_seconds{"strata:step_draft_seconds_total",
+                        "Seconds of steps before the forward pass: planning, scheduling and drafting."};
+  Counter step_seconds{"strata:step_seconds_total", "Seconds in engine steps."};
   PositionCounter spec_num_accepted_per_pos{"strata:spec_decode_num_accepted_tokens_per_pos_total",
                                             "Speculative tokens accepted, by position in the draft.", 64};
 

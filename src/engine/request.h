@@ -60,6 +60,7 @@ struct Usage {
   int64_t cached_prompt_tokens = 0;
   int64_t draft_tokens = 0;           // speculative tokens proposed, over all choices
   int64_t accepted_draft_tokens = 0;  // of them, accepted
+  int64_t draft_rounds = 0;           // verification steps with drafts
 };
 
 // One event for one choice of a request. Delivered in order, on the engine thread: the

@@ -39,7 +39,7 @@ struct Sequence {
   std::vector<int32_t> draft;
   std::vector<TokenDistribution> draft_q;
   SpecAcceptance acceptance;
-  int64_t n_drafted = 0, n_draft_accepted = 0;
+  int64_t n_drafted = 0, n_draft_accepted = 0, n_draft_rounds = 0;
   uint64_t admitted_order = 0;  // increasing with each admission (preemption picks the max)
   std::optional<Clock::time_point> last_token_time;
 

@@ -1,0 +1,73 @@
+// Adaptive draft lengths: drafts are handed out while the step's expected output tokens per
+// second improve under the step-cost model, and not at all when each extra token costs its full
+// share (a compute-bound step) or when drafts are rarely accepted.
+#include <gtest/gtest.h>
+
+#include "engine/spec/skip_layer_drafter.h"
+#include "engine/spec/spec_controller.h"
+
+namespace strata {
+namespace {
+
+StepCostModel model(std::vector<std::pair<int64_t, double>> s) {
+  StepCostModel m;
+  m.set_samples(s);
+  return m;
+}
+
+TEST(StepCostModel, InterpolatesAndExtrapolatesLinearly) {
+  const StepCostModel m = model({{1, 1.0}, {4, 1.3}, {16, 4.0}});
+  EXPECT_DOUBLE_EQ(m.seconds(1), 1.0);
+  EXPECT_DOUBLE_EQ(m.seconds(2), 1.1);
+  EXPECT_DOUBLE_EQ(m.seconds(10), 1.3 + 6.0 * 2.7 / 12.0);
+  EXPECT_DOUBLE_EQ(m.seconds(20), 4.0 + 4.0 * 2.7 / 12.0);
+}
+
+TEST(SpecController, MemoryBoundStepTakesLongDraftsFromAcceptingSequences) {
+  // One sequence, a step costs almost the same for 1..17 tokens.
+  const StepCostModel m = model({{1, 1.0}, {2, 1.01}, {4, 1.02}, {8, 1.04}, {16, 1.08}, {32, 1.5}});
+  SpecController c(&m);
+  std::vector<SpecCandidate> s = {{0.9, 0.0, 16, 0}};
+  c.choose(s, 1);
+  EXPECT_GE(s[0].k, 8);
+  s = {{0.005, 0.0, 16, 0}};  // drafts almost never accepted: none are worth a step's extra cost
+  c.choose(s, 1);
+  EXPECT_EQ(s[0].k, 0);
+}
+
+TEST(SpecController, ComputeBoundStepDraftsNothing) {
+  // 64 decodes: every extra token costs 1/64 of the step, as much as a whole decode token.
+  const StepCostModel m = model({{1, 0.1}, {64, 6.4}, {128, 12.8}});
+  SpecController c(&m);
+  std::vector<SpecCandidate> s(64, SpecCandidate{0.7, 0.0, 16, 0});
+  c.choose(s, 64);
+  for (const SpecCandidate& x : s) EXPECT_EQ(x.k, 0);
+}
+
+TEST(SpecController, DraftCostReducesTheLength) {
+  const StepCostModel m = model({{1, 1.0}, {32, 1.0}});
+  SpecController c(&m);
+  std::vector<SpecCandidate> cheap = {{0.8, 0.0, 16, 0}}, costly = {{0.8, 0.5, 16, 0}};
+  c.choose(cheap, 1);
+  c.choose(costly, 1);
+  EXPECT_GT(cheap[0].k, costly[0].k);
+  EXPECT_EQ(cheap[0].k, 16);
+}
+
+TEST(SpecAcceptance, TracksTheRecentAcceptanceRate) {
+  SpecAcceptance a;
+  for (int i = 0; i < 50; ++i) a.record(4, 4);
+  EXPECT_GT(a.alpha(), 0.95);
+  for (int i = 0; i < 50; ++i) a.record(4, 0);
+  EXPECT_LT(a.alpha(), 0.05);
+}
+
+TEST(ExpectedSpeedup, MatchesTheGeometricSeries) {
+  // alpha 0.5, free drafts: E[tokens](k) = 2 - 0.5^k, increasing in k.
+  EXPECT_NEAR(expected_speedup(0.5, 0.0, 3), 2.0 - 0.125, 1e-12);
+  // Drafting as costly as the target never pays.
+  EXPECT_DOUBLE_EQ(expected_speedup(0.5, 1.0, 8), 1.0);
+}
+
+}  // namespace
+}  // namespace strata
