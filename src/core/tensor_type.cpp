@@ -14,7 +14,7 @@ struct Entry {
 };
 
 // Block sizes and byte counts follow the GGUF block layouts (see quant/blocks.h).
-constexpr std::array<Entry, 15> kTypes = {{
+constexpr std::array<Entry, 27> kTypes = {{
     {TensorType::F32, {"f32", 1, 4, false}},
     {TensorType::F16, {"f16", 1, 2, false}},
     {TensorType::BF16, {"bf16", 1, 2, false}},
@@ -30,6 +30,18 @@ constexpr std::array<Entry, 15> kTypes = {{
     {TensorType::Q5_K, {"q5_K", 256, 176, true}},
     {TensorType::Q6_K, {"q6_K", 256, 210, true}},
     {TensorType::Q8_K, {"q8_K", 256, 292, true}},
+    {TensorType::IQ2_XXS, {"iq2_xxs", 256, 66, true}},
+    {TensorType::IQ2_XS, {"iq2_xs", 256, 74, true}},
+    {TensorType::IQ2_S, {"iq2_s", 256, 82, true}},
+    {TensorType::IQ3_XXS, {"iq3_xxs", 256, 98, true}},
+    {TensorType::IQ3_S, {"iq3_s", 256, 110, true}},
+    {TensorType::IQ1_S, {"iq1_s", 256, 50, true}},
+    {TensorType::IQ1_M, {"iq1_m", 256, 56, true}},
+    {TensorType::IQ4_NL, {"iq4_nl", 32, 18, true}},
+    {TensorType::IQ4_XS, {"iq4_xs", 256, 136, true}},
+    {TensorType::TQ1_0, {"tq1_0", 256, 54, true}},
+    {TensorType::TQ2_0, {"tq2_0", 256, 66, true}},
+    {TensorType::MXFP4, {"mxfp4", 32, 17, true}},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
