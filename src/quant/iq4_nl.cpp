@@ -31,7 +31,6 @@ void quantize_iq4_nl(const float* src, void* dst, int64_t n, const float* import
     double d = 0;
     search_level_scale(t, x, w, kQK, &d);
     blocks[b].d = finalize_level_block(t, x, w, kQK, d, q);
-    if (blocks[b].d == 0) rtn_levels(t, x, w, kQK, 0.0f, q);
     for (int j = 0; j < kQK / 2; ++j) blocks[b].qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK / 2] << 4));
   }
 }

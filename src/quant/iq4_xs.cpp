@@ -1,7 +1,8 @@
 // IQ4_XS: super-blocks of 256 in 8 sub-blocks of 32, x = d * (ls - 32) * kIq4nlValues[q] with a
 // 6-bit ls per sub-block. Quantizer: a level-table scale per sub-block, then the fp16 super-block
-// scale and integer sub-block scales that reproduce them best (a few candidates around the one
-// that gives the largest sub-block scale the level -32), codes re-chosen at the final scales.
+// scale and integer sub-block scales that reproduce them best (candidates around the one that
+// gives the largest sub-block scale the level -32, and coarser ones), codes re-chosen at the
+// final scales; an all-zero super-block scale when nothing decodes closer (IQ4's levels have no 0).
 #include <cmath>
 #include <initializer_list>
 
@@ -68,12 +69,14 @@ void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* import
       if (std::fabs(s[j]) > std::fabs(s_max)) s_max = s[j];
     }
     Fit best;
-    if (s_max == 0) {
-      try_scale(x, w, s, 0.0, &best);
-    } else {
+    if (s_max != 0) {
       for (const double top : {-32.0, 31.0})
         for (int k = -4; k <= 4; ++k) try_scale(x, w, s, s_max / top * (1.0 + 0.01 * k), &best);
+      // Coarser sub-block scales keep the fp16 scale out of its subnormal range for small data
+      // (and fit rows whose sub-blocks share one scale exactly).
+      for (const double top : {-16.0, -8.0, -4.0, -2.0, -1.0, 1.0}) try_scale(x, w, s, s_max / top, &best);
     }
+    try_scale(x, w, s, 0.0, &best);  // last: on a tie the non-zero scale stays
     BlockIQ4_XS& y = blocks[b];
     y.d = best.d;
     y.scales_h = 0;

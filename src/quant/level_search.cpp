@@ -124,7 +124,14 @@ fp16_t finalize_level_block(const LevelTable& t, const float* x, const float* w,
       for (int i = 0; i < n; ++i) codes[i] = alt[i];
     }
   }
-  return d == 0 ? fp16_t{0} : best;
+  // The levels have no exact 0 (IQ4's): a block too small for the scale is better decoded as 0.
+  double zero_err = 0;
+  for (int i = 0; i < n; ++i) zero_err += static_cast<double>(w[i]) * x[i] * x[i];
+  if (d == 0 || zero_err < err) {
+    rtn_levels(t, x, w, n, 0.0f, codes);
+    return 0;
+  }
+  return best;
 }
 
 }  // namespace strata::quant
