@@ -66,7 +66,8 @@ void fix_special_scales(TensorType type, uint8_t* blk) {
   if (type == TensorType::MXFP4) blk[offsetof(BlockMXFP4, e)] = 120;
   if (type == TensorType::IQ1_M) {
     uint8_t* sc = blk + offsetof(BlockIQ1_M, scales);  // fp16 0x1400 (about 0.001), nibble by nibble
-    for (int i = 0; i < 4; ++i) sc[2 * i + 1] = static_cast<uint8_t>((sc[2 * i + 1] & 0x0F) | ((0x1400 >> (4 * i)) & 0xF) << 4);
+    for (int i = 0; i < 4; ++i)
+      sc[2 * i + 1] = static_cast<uint8_t>((sc[2 * i + 1] & 0x0F) | ((0x1400 >> (4 * i)) & 0xF) << 4);
   }
 }
 
@@ -94,7 +95,8 @@ const Weights& weights(TensorType type, int64_t n_out, int64_t n_in) {
       const fp16_t h = f32_to_fp16(0.001f * static_cast<float>(1 + rng() % 16));
       std::memcpy(w->data.data() + b * block_bytes + off, &h, sizeof(h));
     }
-  for (size_t b = 0; b < w->data.size() / block_bytes; ++b) fix_special_scales(type, w->data.data() + b * block_bytes);
+  for (size_t b = 0; b < w->data.size() / block_bytes; ++b)
+    fix_special_scales(type, w->data.data() + b * block_bytes);
   w->packed = pack_matrix(type, n_in, n_out, w->data.data());
   keys.emplace_back(type, n_out, n_in);
   cache.push_back(std::move(w));

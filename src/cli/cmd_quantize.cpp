@@ -98,9 +98,10 @@ TensorType parse_target_type(const std::string& name) {
   if (!t || !is_storage_type(*t))
     STRATA_THROW("unknown quantization type '", name, "' (use one of ", kTypeList, ")");
   if (!can_quantize(*t))
-    STRATA_THROW("cannot quantize to ", type_name(*t),
-                 ": llama.cpp's quantizer for it needs an importance matrix, which Strata does not compute yet (",
-                 "use one of ", kTypeList, ")");
+    STRATA_THROW(
+        "cannot quantize to ", type_name(*t),
+        ": llama.cpp's quantizer for it needs an importance matrix, which Strata does not compute yet (",
+        "use one of ", kTypeList, ")");
   return *t;
 }
 
@@ -203,8 +204,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("input", o->input, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
       ->required();
   cmd.add_option("output", o->output, "Output GGUF file")->required();
-  cmd.add_option("type", o->type, kTypeList)
-      ->required();
+  cmd.add_option("type", o->type, kTypeList)->required();
   cmd.add_option("--tokenizer", o->tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   cmd.add_option("-t,--threads", o->threads, "Threads (default: physical cores)");
   cmd.callback([o] { run(*o); });

@@ -48,7 +48,9 @@ struct TypeTraits {
 // Traits of a type Strata supports; nullopt for any other ggml type id (I8, F64, removed types, ...).
 std::optional<TensorType> tensor_type_from_id(uint32_t id);
 const TypeTraits& type_traits(TensorType type);
-inline std::string_view type_name(TensorType type) { return type_traits(type).name; }
+inline std::string_view type_name(TensorType type) {
+  return type_traits(type).name;
+}
 // Case-insensitive parse of "q4_0", "Q4_K", "f16", "bf16"...; nullopt if unknown.
 std::optional<TensorType> tensor_type_from_name(std::string_view name);
 // Bytes of a row of n elements; n must be a multiple of block_size (checked).

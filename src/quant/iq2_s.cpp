@@ -21,7 +21,8 @@ void dequantize_iq2_s(const void* src, float* dst, int64_t n) {
         const uint64_t grid = kIq2sGrid[x.qs[g] | ((x.qh[ib] << (8 - 2 * l)) & 0x300)];
         float* y = dst + b * kQK_K + 8 * g;
         for (int j = 0; j < 8; ++j)
-          y[j] = db[l / 2] * static_cast<float>((grid >> (8 * j)) & 0xFF) * ((signs[g] >> j) & 1 ? -1.0f : 1.0f);
+          y[j] =
+              db[l / 2] * static_cast<float>((grid >> (8 * j)) & 0xFF) * ((signs[g] >> j) & 1 ? -1.0f : 1.0f);
       }
     }
   }

@@ -48,7 +48,8 @@ static inline int iq4_xs_scale(uint16_t scales_h, const uint8_t* scales_l, int i
 static inline fp16_t iq1_m_scale(const uint8_t* scales) {
   uint16_t sc[4];
   std::memcpy(sc, scales, sizeof sc);
-  return static_cast<fp16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+  return static_cast<fp16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                             (sc[3] & 0xF000));
 }
 
 // IQ1_M: the 3-bit scale of the 16 elements h (0..15) of the super-block.

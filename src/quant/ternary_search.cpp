@@ -37,7 +37,8 @@ fp16_t quantize_ternary(const float* src, const float* importance, int8_t* t) {
   for (int k = 0; k <= 8; ++k) {
     ternary_error(x, w, amax * (1.0f - k / 12.0f), cand);
     double sxt = 0, stt = 0;
-    for (int i = 0; i < kQK_K; ++i) sxt += static_cast<double>(w[i]) * x[i] * cand[i], stt += w[i] * std::fabs(cand[i]);
+    for (int i = 0; i < kQK_K; ++i)
+      sxt += static_cast<double>(w[i]) * x[i] * cand[i], stt += w[i] * std::fabs(cand[i]);
     if (stt == 0) continue;
     const fp16_t d = to_fp16_scale(sxt / stt);
     const double err = ternary_error(x, w, fp16_to_f32(d), cand);

@@ -28,7 +28,8 @@ void dequantize_tq1_0(const void* src, float* dst, int64_t n) {
     for (int t = 0; t < 5; ++t)
       for (int m = 0; m < 32; ++m) y[32 * t + m] = static_cast<float>(tq1_trit(x.qs[m], t) - 1) * d;
     for (int t = 0; t < 5; ++t)
-      for (int m = 0; m < 16; ++m) y[160 + 16 * t + m] = static_cast<float>(tq1_trit(x.qs[32 + m], t) - 1) * d;
+      for (int m = 0; m < 16; ++m)
+        y[160 + 16 * t + m] = static_cast<float>(tq1_trit(x.qs[32 + m], t) - 1) * d;
     for (int t = 0; t < 4; ++t)
       for (int j = 0; j < 4; ++j) y[240 + 4 * t + j] = static_cast<float>(tq1_trit(x.qh[j], t) - 1) * d;
   }

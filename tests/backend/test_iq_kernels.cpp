@@ -23,10 +23,10 @@ using testing::random_floats;
 using testing::ref_dot_rows;
 
 const std::vector<TensorType>& iq_types() {
-  static const std::vector<TensorType> types = {
-      TensorType::IQ4_NL,  TensorType::IQ4_XS, TensorType::MXFP4, TensorType::TQ1_0,
-      TensorType::TQ2_0,   TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
-      TensorType::IQ3_XXS, TensorType::IQ3_S,  TensorType::IQ1_S, TensorType::IQ1_M};
+  static const std::vector<TensorType> types = {TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4,
+                                                TensorType::TQ1_0,  TensorType::TQ2_0,  TensorType::IQ2_XXS,
+                                                TensorType::IQ2_XS, TensorType::IQ2_S,  TensorType::IQ3_XXS,
+                                                TensorType::IQ3_S,  TensorType::IQ1_S,  TensorType::IQ1_M};
   return types;
 }
 
@@ -82,7 +82,8 @@ TEST_P(IqKernels, VecDotMatchesDequantizedDot) {
   const TensorType wt = GetParam().type, at = kern().vec_dot_type;
   for (int64_t n : sizes(wt)) {
     for (uint32_t trial = 0; trial < 3; ++trial) {
-      const std::vector<float> x = random_floats(static_cast<size_t>(n), 40 + trial, trial == 2 ? 30.0f : 1.0f);
+      const std::vector<float> x =
+          random_floats(static_cast<size_t>(n), 40 + trial, trial == 2 ? 30.0f : 1.0f);
       std::vector<uint8_t> w(row_bytes(wt, n)), a(row_bytes(at, n));
       fill_random_rows(wt, n, 1, 0, w.data(), 7 * trial + static_cast<uint32_t>(n));
       ref().from_float(x.data(), a.data(), n);

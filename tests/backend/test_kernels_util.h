@@ -49,7 +49,8 @@ inline void make_iq_block_finite(TensorType type, uint8_t* blk, std::mt19937& ge
     case TensorType::IQ1_M: {
       uint16_t sc[4];
       std::memcpy(sc, blk + 48, 8);
-      for (int i = 0; i < 4; ++i) sc[i] = static_cast<uint16_t>((sc[i] & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12));
+      for (int i = 0; i < 4; ++i)
+        sc[i] = static_cast<uint16_t>((sc[i] & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12));
       std::memcpy(blk + 48, sc, 8);
       return;
     }
@@ -90,7 +91,8 @@ inline void fill_random_rows(TensorType type, int64_t n, int64_t n_rows, size_t 
     const bool iq = type >= TensorType::IQ2_XXS && type != TensorType::BF16;
     if (iq) {  // every bit pattern decodes: random bytes with usable scales
       for (size_t i = 0; i < row_bytes(type, n); ++i) row[i] = static_cast<uint8_t>(byte(gen));
-      for (int64_t b = 0; b < n / tt.block_size; ++b) make_iq_block_finite(type, row + b * tt.block_bytes, gen);
+      for (int64_t b = 0; b < n / tt.block_size; ++b)
+        make_iq_block_finite(type, row + b * tt.block_bytes, gen);
       continue;
     }
     if (tt.block_size != 32) {  // K-quants: scales sit mid-block; quantize real values instead

@@ -54,16 +54,15 @@ TEST_P(MatmulInvariance, OutputDoesNotDependOnBatchOrThreads) {
   set_isa_level(saved);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvariance,
-                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
-                                           TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                           TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                                           TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
-                                           TensorType::MXFP4, TensorType::TQ1_0, TensorType::TQ2_0,
-                                           TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
-                                           TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ1_S,
-                                           TensorType::IQ1_M),
-                         [](const auto& info) { return std::string(type_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, MatmulInvariance,
+    ::testing::Values(TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                      TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q2_K,
+                      TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+                      TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4, TensorType::TQ1_0,
+                      TensorType::TQ2_0, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
+                      TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M),
+    [](const auto& info) { return std::string(type_name(info.param)); });
 
 }  // namespace
 }  // namespace strata::cpu

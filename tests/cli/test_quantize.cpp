@@ -147,7 +147,10 @@ TEST_F(QuantizeCli, IqTypesByLlamaCppNames) {
     const char* name;
     int64_t file_type;
     double tolerance;
-  } cases[] = {{"iq4_nl", 25, 0.12}, {"IQ4_XS", 30, 0.12}, {"mxfp4", 38, 0.2}, {"tq1_0", 36, 0.15},
+  } cases[] = {{"iq4_nl", 25, 0.12},
+               {"IQ4_XS", 30, 0.12},
+               {"mxfp4", 38, 0.2},
+               {"tq1_0", 36, 0.15},
                {"TQ2_0", 37, 0.15}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -159,9 +162,10 @@ TEST_F(QuantizeCli, IqTypesByLlamaCppNames) {
   }
   const auto r = quantize(src_path, out("iq2.gguf"), "iq2_xxs");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind("strata: error: cannot quantize to iq2_xxs: llama.cpp's quantizer for it needs an importance "
-                        "matrix",
-                        0),
+  EXPECT_EQ(r.err.rfind(
+                "strata: error: cannot quantize to iq2_xxs: llama.cpp's quantizer for it needs an importance "
+                "matrix",
+                0),
             0u)
       << r.err;
   EXPECT_FALSE(fs::exists(out("iq2.gguf")));

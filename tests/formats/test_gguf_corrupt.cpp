@@ -221,18 +221,21 @@ TEST(GgufCorrupt, EachHostileFieldIsRejected) {
       // The IQ / ternary types' super-blocks of 256 do not divide rows of 32.
       {"ne[0] not a multiple of the iq4_xs block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 23); },
        "row length 32 is not a multiple of the iq4_xs block size 256"},
-      {"ne[0] not a multiple of the iq2_xxs block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 16); },
+      {"ne[0] not a multiple of the iq2_xxs block",
+       [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 16); },
        "row length 32 is not a multiple of the iq2_xxs block size 256"},
       {"ne[0] not a multiple of the iq1_m block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 29); },
        "row length 32 is not a multiple of the iq1_m block size 256"},
       {"ne[0] not a multiple of the tq1_0 block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 34); },
        "row length 32 is not a multiple of the tq1_0 block size 256"},
-      {"iq4_nl data past the end", [](auto& s, auto& m) {
+      {"iq4_nl data past the end",
+       [](auto& s, auto& m) {
          poke<uint32_t>(s, m.t0_type, 20);
          poke<uint64_t>(s, m.t0_ne1, 1000);
        },
        "outside the file"},
-      {"mxfp4 data past the end", [](auto& s, auto& m) {
+      {"mxfp4 data past the end",
+       [](auto& s, auto& m) {
          poke<uint32_t>(s, m.t0_type, 39);
          poke<uint64_t>(s, m.t0_ne1, 1000);
        },

@@ -90,7 +90,8 @@ TEST(IqKnownBlocks, TQ2_0) {
     for (int m = 0; m < 32; ++m) {
       const int mm = 32 * c + m;
       const int q[4] = {mm % 3, (mm + 1) % 3, (mm + 2) % 4, 3};
-      for (int l = 0; l < 4; ++l) EXPECT_EQ(y[128 * c + 32 * l + m], 0.5f * (q[l] - 1)) << c << " " << l << " " << m;
+      for (int l = 0; l < 4; ++l)
+        EXPECT_EQ(y[128 * c + 32 * l + m], 0.5f * (q[l] - 1)) << c << " " << l << " " << m;
     }
 }
 
@@ -143,7 +144,8 @@ TEST(IqKnownBlocks, IQ2_XXS) {
   const uint8_t neg[4] = {0x03, 0x81, 0x00, 0xFF};
   for (int l = 0; l < 4; ++l)
     for (int j = 0; j < 8; ++j)
-      EXPECT_EQ(y[8 * l + j], db * byte_of(grids[l], j) * ((neg[l] >> j) & 1 ? -1.0f : 1.0f)) << l << " " << j;
+      EXPECT_EQ(y[8 * l + j], db * byte_of(grids[l], j) * ((neg[l] >> j) & 1 ? -1.0f : 1.0f))
+          << l << " " << j;
   for (int e = 32; e < 256; ++e) EXPECT_EQ(y[e], 0.125f * 8) << e;  // index 0, s = 0
 }
 
@@ -230,7 +232,8 @@ TEST(IqKnownBlocks, IQ1_S) {
   const auto y = decode(TensorType::IQ1_S, b);
   const uint64_t grids[4] = {g2047, g2046, g0, g0};
   for (int l = 0; l < 4; ++l)
-    for (int j = 0; j < 8; ++j) EXPECT_EQ(y[8 * l + j], 7.0f * (byte_of(grids[l], j, true) - 0.125f)) << l << j;
+    for (int j = 0; j < 8; ++j)
+      EXPECT_EQ(y[8 * l + j], 7.0f * (byte_of(grids[l], j, true) - 0.125f)) << l << j;
 }
 
 TEST(IqKnownBlocks, IQ1_M) {

@@ -15,8 +15,8 @@
 namespace strata::test {
 namespace {
 
-const TensorType kQuantizable[] = {TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4, TensorType::TQ1_0,
-                                   TensorType::TQ2_0};
+const TensorType kQuantizable[] = {TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4,
+                                   TensorType::TQ1_0, TensorType::TQ2_0};
 
 double rel_rms(const std::vector<float>& x, const std::vector<float>& y) {
   return std::sqrt(sq_error(y.data(), x.data(), x.size()) / sum_sq(x.data(), x.size()));
@@ -56,7 +56,8 @@ TEST(IqQuantize, RepresentableDataIsReproduced) {
   }
   tern[0] = 0.25f, nl[0] = 0.125f * -127, mx[0] = 6.0f;  // each block reaches its top level
   for (size_t b = 32; b < 512; b += 32) nl[b] = 0.125f * -127, mx[b] = 6.0f;
-  for (TensorType t : {TensorType::TQ1_0, TensorType::TQ2_0}) EXPECT_EQ(round_trip(t, tern), tern) << type_name(t);
+  for (TensorType t : {TensorType::TQ1_0, TensorType::TQ2_0})
+    EXPECT_EQ(round_trip(t, tern), tern) << type_name(t);
   EXPECT_EQ(round_trip(TensorType::IQ4_NL, nl), nl);
   EXPECT_EQ(round_trip(TensorType::MXFP4, mx), mx);
 }

@@ -17,10 +17,9 @@ namespace {
 
 // Quantized types, including the activation formats.
 std::vector<TensorType> quantized_types() {
-  return {TensorType::Q8_0, TensorType::Q4_0,  TensorType::Q4_1,  TensorType::Q5_0,
-          TensorType::Q5_1, TensorType::Q2_K,  TensorType::Q3_K,  TensorType::Q4_K,
-          TensorType::Q5_K, TensorType::Q6_K,  TensorType::Q8_1,  TensorType::Q8_K,
-          TensorType::IQ4_NL, TensorType::IQ4_XS};
+  return {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1,   TensorType::Q5_0,  TensorType::Q5_1,
+          TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,  TensorType::Q6_K,
+          TensorType::Q8_1, TensorType::Q8_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 }
 
 std::string name(TensorType t) {

@@ -1,5 +1,6 @@
-// IQ1_M x Q8_K kernels for AVX-512 (the 256-bit tile with AVX-512VL encodings and 32 registers, a taller tile): iq_tile_avx2.h's tile over dot_iq1_m_simd.h's block decoding.
-// GCC 12's AVX-512 intrinsic headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
+// IQ1_M x Q8_K kernels for AVX-512 (the 256-bit tile with AVX-512VL encodings and 32 registers, a taller
+// tile): iq_tile_avx2.h's tile over dot_iq1_m_simd.h's block decoding. GCC 12's AVX-512 intrinsic headers
+// trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "backend/cpu/dot_iq1_m_simd.h"

@@ -27,7 +27,8 @@ struct Ops {
   static uint64_t delta_bytes(int nibble) { return nibble & 8 ? ~uint64_t{0} : 0x0101010101010101ull; }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
     const uint8_t* qs = row.blk + offsetof(BlockIQ1_M, qs) + 4 * k;
-    const int h0 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k], h1 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k + 1];
+    const int h0 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k],
+              h1 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k + 1];
     const __m256i g = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid[qs[0] | ((h0 & 7) << 8)]),
                                          static_cast<long long>(kIq1sGrid[qs[1] | (((h0 >> 4) & 7) << 8)]),
                                          static_cast<long long>(kIq1sGrid[qs[2] | ((h1 & 7) << 8)]),

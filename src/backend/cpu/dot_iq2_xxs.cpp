@@ -18,7 +18,8 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
     std::memcpy(idx, blk + offsetof(BlockIQ2_XXS, qs) + 8 * ib, 4);
     std::memcpy(&signs, blk + offsetof(BlockIQ2_XXS, qs) + 8 * ib + 4, 4);
     sc[2 * ib] = sc[2 * ib + 1] = 2 * static_cast<int>(signs >> 28) + 1;
-    for (int l = 0; l < 4; ++l) apply_grid(kIq2xxsGrid[idx[l]], iq_signs_from7(signs >> (7 * l)), 8, w + 32 * ib + 8 * l);
+    for (int l = 0; l < 4; ++l)
+      apply_grid(kIq2xxsGrid[idx[l]], iq_signs_from7(signs >> (7 * l)), 8, w + 32 * ib + 8 * l);
   }
   return load_half(blk + offsetof(BlockIQ2_XXS, d)) * 0.125f;
 }

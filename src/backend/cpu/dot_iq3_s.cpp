@@ -16,7 +16,8 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qh = blk + offsetof(BlockIQ3_S, qh);
   const uint8_t* signs = blk + offsetof(BlockIQ3_S, signs);
   for (int ib = 0; ib < 8; ++ib) {
-    sc[2 * ib] = sc[2 * ib + 1] = 2 * ((blk[offsetof(BlockIQ3_S, scales) + ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
+    sc[2 * ib] = sc[2 * ib + 1] =
+        2 * ((blk[offsetof(BlockIQ3_S, scales) + ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
     for (int l = 0; l < 4; ++l) {
       const int i = 8 * ib + 2 * l;  // grid entries i and i + 1: high index bits 2l, 2l + 1 of qh[ib]
       const uint32_t g1 = kIq3sGrid[qs[i] | (((qh[ib] >> (2 * l)) & 1) << 8)];

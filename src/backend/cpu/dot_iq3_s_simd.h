@@ -28,10 +28,12 @@ struct Ops {
     uint32_t signs;
     std::memcpy(&signs, row.blk + offsetof(BlockIQ3_S, signs) + 4 * k, 4);
     // Entry i of the chunk takes bit i of qh as its ninth index bit.
-    const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                          _mm256_set1_epi32(1));
-    const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))),
-                                        _mm256_slli_epi32(high, 8));
+    const __m256i high =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                         _mm256_set1_epi32(1));
+    const __m256i idx =
+        _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))),
+                        _mm256_slli_epi32(high, 8));
     const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3sGrid), idx, 4);
     w = _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
     const int s = (row.blk[offsetof(BlockIQ3_S, scales) + k / 2] >> (4 * (k % 2))) & 0xF;

@@ -19,7 +19,8 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
     sc[2 * ib] = sc[2 * ib + 1] = 2 * static_cast<int>(aux >> 28) + 1;
     for (int l = 0; l < 4; ++l) {
       const uint8_t s = iq_signs_from7(aux >> (7 * l));
-      const uint64_t g = kIq3xxsGrid[qs[8 * ib + 2 * l]] | (uint64_t{kIq3xxsGrid[qs[8 * ib + 2 * l + 1]]} << 32);
+      const uint64_t g =
+          kIq3xxsGrid[qs[8 * ib + 2 * l]] | (uint64_t{kIq3xxsGrid[qs[8 * ib + 2 * l + 1]]} << 32);
       apply_grid(g, s, 8, w + 32 * ib + 8 * l);
     }
   }

@@ -22,7 +22,8 @@ float vec_dot_iq4_nl(int64_t n, const void* w, const void* a) {
     int sumi = 0;
     for (int j = 0; j < kQK / 2; ++j)
       sumi += kIq4nlValues[xq[j] & 0xF] * yq[j] + kIq4nlValues[xq[j] >> 4] * yq[j + kQK / 2];
-    sum += static_cast<float>(sumi) * load_half(x + offsetof(BlockIQ4_NL, d)) * load_half(y + offsetof(BlockQ8_0, d));
+    sum += static_cast<float>(sumi) * load_half(x + offsetof(BlockIQ4_NL, d)) *
+           load_half(y + offsetof(BlockQ8_0, d));
   }
   return sum;
 }

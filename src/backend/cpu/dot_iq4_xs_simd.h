@@ -27,7 +27,8 @@ struct Ops {
     uint16_t scales_h;
     std::memcpy(&scales_h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
     for (int ib = 0; ib < 8; ++ib)
-      row.scales[ib] = static_cast<int16_t>(iq4_xs_scale(scales_h, blk + offsetof(BlockIQ4_XS, scales_l), ib));
+      row.scales[ib] =
+          static_cast<int16_t>(iq4_xs_scale(scales_h, blk + offsetof(BlockIQ4_XS, scales_l), ib));
     row.qs = blk + offsetof(BlockIQ4_XS, qs);
     row.f = load_half(blk + offsetof(BlockIQ4_XS, d));
     return row;

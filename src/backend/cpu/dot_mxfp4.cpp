@@ -22,7 +22,8 @@ float vec_dot_mxfp4(int64_t n, const void* w, const void* a) {
     int sumi = 0;
     for (int j = 0; j < kQK / 2; ++j)
       sumi += kMxfp4Values[xq[j] & 0xF] * yq[j] + kMxfp4Values[xq[j] >> 4] * yq[j + kQK / 2];
-    sum += static_cast<float>(sumi) * mxfp4_scale(x[offsetof(BlockMXFP4, e)]) * load_half(y + offsetof(BlockQ8_0, d));
+    sum += static_cast<float>(sumi) * mxfp4_scale(x[offsetof(BlockMXFP4, e)]) *
+           load_half(y + offsetof(BlockQ8_0, d));
   }
   return sum;
 }

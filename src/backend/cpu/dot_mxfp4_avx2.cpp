@@ -22,7 +22,8 @@ struct Ops {
   static constexpr bool kSigned = true;
   // The block's 32 values in element order, as int8 (|v| <= 127).
   static __m256i weights(const uint8_t* blk) {
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
     return _mm256_shuffle_epi8(table, nibbles_to_bytes(blk + offsetof(BlockMXFP4, qs)));
   }
 };

@@ -15,7 +15,8 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qs = blk + offsetof(BlockTQ2_0, qs);
   for (int c = 0; c < 2; ++c)
     for (int l = 0; l < 4; ++l)
-      for (int m = 0; m < 32; ++m) w[128 * c + 32 * l + m] = static_cast<int8_t>(((qs[32 * c + m] >> (2 * l)) & 3) - 1);
+      for (int m = 0; m < 32; ++m)
+        w[128 * c + 32 * l + m] = static_cast<int8_t>(((qs[32 * c + m] >> (2 * l)) & 3) - 1);
   for (int h = 0; h < 16; ++h) sc[h] = 1;
   return load_half(blk + offsetof(BlockTQ2_0, d));
 }

@@ -1,5 +1,6 @@
-// TQ2_0 x Q8_K kernels for AVX-512 (the 256-bit tile with AVX-512VL encodings and 32 registers, a taller tile): iq_tile_avx2.h's tile over dot_tq2_0_simd.h's block decoding.
-// GCC 12's AVX-512 intrinsic headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
+// TQ2_0 x Q8_K kernels for AVX-512 (the 256-bit tile with AVX-512VL encodings and 32 registers, a taller
+// tile): iq_tile_avx2.h's tile over dot_tq2_0_simd.h's block decoding. GCC 12's AVX-512 intrinsic headers
+// trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "backend/cpu/dot_tq2_0_simd.h"

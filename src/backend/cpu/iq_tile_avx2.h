@@ -69,7 +69,8 @@ struct IqTileAvx2 {
       for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c)
-          accf[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
+          accf[r][c] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)

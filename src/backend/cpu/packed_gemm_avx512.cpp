@@ -30,10 +30,10 @@ template <Kind K>
 constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
 template <Kind K>
 constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
-                               : K == Kind::Q4_1 ? 320
-                               : K == Kind::Q5_0 ? 352
-                               : K == Kind::Q5_1 ? 384
-                                                 : 544;
+                               : K == Kind::Q4_1                    ? 320
+                               : K == Kind::Q5_0                    ? 352
+                               : K == Kind::Q5_1                    ? 384
+                                                                    : 544;
 
 static inline __m512i broadcast_i32(const int8_t* p) {
   int32_t v;
@@ -74,8 +74,8 @@ static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uin
       __m512i lo = _mm512_and_si512(p, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
       if constexpr (K == Kind::IQ4_NL) {  // nibble -> kIq4nlValues + 128, per 128-bit lane
-        const __m512i table = _mm512_broadcast_i32x4(
-            _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
+        const __m512i table = _mm512_broadcast_i32x4(_mm_add_epi8(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
         lo = _mm512_shuffle_epi8(table, lo);
         hi = _mm512_shuffle_epi8(table, hi);
       }
