@@ -1,4 +1,5 @@
-// K-quant matmul micro-benchmarks (Q2_K..Q6_K weights, Q8_K activations) through the model's
+// K-quant and IQ matmul micro-benchmarks (Q2_K..Q6_K, the IQ / ternary types with Q8_K
+// activations; IQ4_NL and MXFP4 with Q8_0 activations) through the model's
 // matmul path (pack_matrix + matmul, 2 threads by default). Counters (rates, per second):
 //   GB:  weight bytes read — the figure of merit of GEMV (1 token, decode), to compare with the
 //        machine's read bandwidth (core/memory_bandwidth.h);
@@ -46,8 +47,27 @@ std::vector<size_t> fp16_offsets(TensorType type) {
       return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
     case TensorType::Q5_K:
       return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
-    default:
+    case TensorType::Q6_K:
       return {offsetof(BlockQ6_K, d)};
+    case TensorType::TQ1_0:
+      return {offsetof(BlockTQ1_0, d)};
+    case TensorType::TQ2_0:
+      return {offsetof(BlockTQ2_0, d)};
+    case TensorType::IQ1_M:
+    case TensorType::MXFP4:
+      return {};  // scales set by fix_special_scales
+    default:
+      return {0};  // the other IQ types start with their fp16 d
+  }
+}
+
+// IQ1_M's fp16 scale lives in the top nibbles of its scales, MXFP4's is an E8M0 exponent.
+void fix_special_scales(TensorType type, uint8_t* blk) {
+  if (type == TensorType::MXFP4) blk[offsetof(BlockMXFP4, e)] = 120;
+  if (type == TensorType::IQ1_M) {
+    uint8_t* sc = blk + offsetof(BlockIQ1_M, scales);  // fp16 0x1400 (about 0.001), nibble by nibble
+    for (int i = 0; i < 4; ++i)
+      sc[2 * i + 1] = static_cast<uint8_t>((sc[2 * i + 1] & 0x0F) | ((0x1400 >> (4 * i)) & 0xF) << 4);
   }
 }
 
@@ -75,6 +95,8 @@ const Weights& weights(TensorType type, int64_t n_out, int64_t n_in) {
       const fp16_t h = f32_to_fp16(0.001f * static_cast<float>(1 + rng() % 16));
       std::memcpy(w->data.data() + b * block_bytes + off, &h, sizeof(h));
     }
+  for (size_t b = 0; b < w->data.size() / block_bytes; ++b)
+    fix_special_scales(type, w->data.data() + b * block_bytes);
   w->packed = pack_matrix(type, n_in, n_out, w->data.data());
   keys.emplace_back(type, n_out, n_in);
   cache.push_back(std::move(w));
@@ -125,6 +147,18 @@ STRATA_KQUANT_BENCH(Q3_K);
 STRATA_KQUANT_BENCH(Q4_K);
 STRATA_KQUANT_BENCH(Q5_K);
 STRATA_KQUANT_BENCH(Q6_K);
+STRATA_KQUANT_BENCH(IQ4_XS);
+STRATA_KQUANT_BENCH(IQ4_NL);
+STRATA_KQUANT_BENCH(MXFP4);
+STRATA_KQUANT_BENCH(IQ3_S);
+STRATA_KQUANT_BENCH(IQ3_XXS);
+STRATA_KQUANT_BENCH(IQ2_S);
+STRATA_KQUANT_BENCH(IQ2_XS);
+STRATA_KQUANT_BENCH(IQ2_XXS);
+STRATA_KQUANT_BENCH(IQ1_M);
+STRATA_KQUANT_BENCH(IQ1_S);
+STRATA_KQUANT_BENCH(TQ2_0);
+STRATA_KQUANT_BENCH(TQ1_0);
 
 }  // namespace
 }  // namespace strata::cpu

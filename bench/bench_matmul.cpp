@@ -61,7 +61,8 @@ uint64_t next_random(uint64_t& s) {
   return s;
 }
 
-// Random rows of `type` with finite scales: every 32-element block starts with its fp16 d.
+// Random rows of `type` with finite scales: every block (Q4_0, Q8_0, IQ4_NL, IQ4_XS) starts
+// with its fp16 d.
 std::vector<uint8_t> random_weights(TensorType type, int64_t n_out, int64_t n_in, uint64_t seed) {
   std::vector<uint8_t> w(row_bytes(type, n_in) * static_cast<size_t>(n_out));
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -99,7 +100,8 @@ Matrix make_matrix(TensorType type, const Shape& s, uint64_t seed) {
 }
 
 TensorType type_arg(int64_t i) {
-  constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::F16};
+  constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::F16, TensorType::IQ4_XS,
+                                   TensorType::IQ4_NL};
   return kTypes[i];
 }
 
@@ -243,12 +245,12 @@ void BM_PoolRun(benchmark::State& state) {
 }
 
 void gemv_args(benchmark::internal::Benchmark* b) {
-  for (int64_t t = 0; t < 3; ++t)
+  for (int64_t t = 0; t < 5; ++t)
     for (int64_t s : {0, 1, 4, 6, 7}) b->Args({t, s});  // q, k, gate, down, output
 }
 
 void gemm_args(benchmark::internal::Benchmark* b) {
-  for (int64_t t = 0; t < 3; ++t)
+  for (int64_t t = 0; t < 5; ++t)
     for (int64_t s : {0, 1, 4, 6}) b->Args({t, s, kPrefillTokens});
   // Batched decode: a few tokens per step from as many sequences (the serving engine's shape).
   for (int64_t t = 0; t < 2; ++t)
@@ -260,8 +262,15 @@ BENCHMARK(BM_PoolRun)->UseRealTime();
 BENCHMARK(BM_Int8Peak)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ModelDecode)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ModelPrefill)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_ModelDecode)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModelPrefill)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(3)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
 
 }  // namespace
 }  // namespace strata::bench

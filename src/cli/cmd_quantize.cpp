@@ -32,6 +32,9 @@ struct QuantizeOptions {
   int threads = 0;
 };
 
+constexpr const char* kTypeList =
+    "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4 TQ1_0 TQ2_0";
+
 // llama.cpp's llama_ftype for a pure TYPE (K-quants: the _S variant, which is all-TYPE).
 uint32_t llama_file_type(TensorType t) {
   switch (t) {
@@ -59,8 +62,32 @@ uint32_t llama_file_type(TensorType t) {
       return 16;
     case TensorType::Q6_K:
       return 18;
+    case TensorType::IQ2_XXS:
+      return 19;
+    case TensorType::IQ2_XS:
+      return 20;
+    case TensorType::IQ3_XXS:
+      return 23;
+    case TensorType::IQ1_S:
+      return 24;
+    case TensorType::IQ4_NL:
+      return 25;
+    case TensorType::IQ3_S:
+      return 26;
+    case TensorType::IQ2_S:
+      return 28;
+    case TensorType::IQ4_XS:
+      return 30;
+    case TensorType::IQ1_M:
+      return 31;
     case TensorType::BF16:
       return 32;
+    case TensorType::TQ1_0:
+      return 36;
+    case TensorType::TQ2_0:
+      return 37;
+    case TensorType::MXFP4:
+      return 38;  // llama.cpp's MXFP4_MOE, the all-MXFP4 file type
     default:
       STRATA_THROW("cannot quantize to ", type_name(t));
   }
@@ -68,9 +95,13 @@ uint32_t llama_file_type(TensorType t) {
 
 TensorType parse_target_type(const std::string& name) {
   const auto t = tensor_type_from_name(name);
-  if (!t || !is_storage_type(*t) || *t == TensorType::Q8_1)
-    STRATA_THROW("unknown quantization type '", name,
-                 "' (use one of F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K)");
+  if (!t || !is_storage_type(*t))
+    STRATA_THROW("unknown quantization type '", name, "' (use one of ", kTypeList, ")");
+  if (!can_quantize(*t))
+    STRATA_THROW(
+        "cannot quantize to ", type_name(*t),
+        ": llama.cpp's quantizer for it needs an importance matrix, which Strata does not compute yet (",
+        "use one of ", kTypeList, ")");
   return *t;
 }
 
@@ -173,8 +204,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("input", o->input, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
       ->required();
   cmd.add_option("output", o->output, "Output GGUF file")->required();
-  cmd.add_option("type", o->type, "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K")
-      ->required();
+  cmd.add_option("type", o->type, kTypeList)->required();
   cmd.add_option("--tokenizer", o->tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   cmd.add_option("-t,--threads", o->threads, "Threads (default: physical cores)");
   cmd.callback([o] { run(*o); });

@@ -23,7 +23,19 @@ enum class TensorType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,  // activation-only format for the K-quant dot products
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 
 struct TypeTraits {
@@ -33,10 +45,12 @@ struct TypeTraits {
   bool quantized;
 };
 
-// Traits of a type Strata supports; nullopt for any other ggml type id (IQ*, TQ*, ...).
+// Traits of a type Strata supports; nullopt for any other ggml type id (I8, F64, removed types, ...).
 std::optional<TensorType> tensor_type_from_id(uint32_t id);
 const TypeTraits& type_traits(TensorType type);
-inline std::string_view type_name(TensorType type) { return type_traits(type).name; }
+inline std::string_view type_name(TensorType type) {
+  return type_traits(type).name;
+}
 // Case-insensitive parse of "q4_0", "Q4_K", "f16", "bf16"...; nullopt if unknown.
 std::optional<TensorType> tensor_type_from_name(std::string_view name);
 // Bytes of a row of n elements; n must be a multiple of block_size (checked).

@@ -115,6 +115,118 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// ---- The IQ, ternary and MXFP4 types (ggml-common.h). Grids and value tables: quant/iq_tables.h.
+// "kv" below is kIq4nlValues, "sign" the bit of the 8-element group's sign byte, grid[] the
+// type's lattice of 8 (or 4) unsigned magnitudes per index.
+
+// Blocks of 32: x = d * kv[q], q 4-bit in Q4_0's nibble order.
+struct BlockIQ4_NL {
+  fp16_t d;
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 sub-blocks of 32: x = d * (ls - 32) * kv[q], ls 6-bit: low 4 bits in scales_l (sub-block j at
+// nibble j % 2 of byte j / 2), high 2 bits at bits 2j of scales_h. q: each sub-block's 16 bytes in
+// Q4_0's nibble order.
+struct BlockIQ4_XS {
+  fp16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// Blocks of 32: x = 2^(e - 128) * fp4[q] (E8M0 scale, halved; fp4 = doubled E2M1 values), q in
+// Q4_0's nibble order.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// x = d * (t - 1), t a trit. Trit n (0..4) of byte b is floor(3 * (b * 3^n mod 256) / 256).
+// qs[0..31] hold elements 32n + m, qs[32..47] elements 160 + 16n + m, qh[0..3] (4 trits each)
+// elements 240 + 4n + j.
+struct BlockTQ1_0 {
+  uint8_t qs[(kQK_K - 4 * kQK_K / 64) / 5];
+  uint8_t qh[kQK_K / 64];
+  fp16_t d;
+};
+static_assert(sizeof(BlockTQ1_0) == 54);
+
+// x = d * (q - 1), q 2-bit: element 128 c + 32 l + m in bits 2l of qs[32 c + m].
+struct BlockTQ2_0 {
+  uint8_t qs[kQK_K / 4];
+  fp16_t d;
+};
+static_assert(sizeof(BlockTQ2_0) == 66);
+
+// 8 sub-blocks of 32, each 8 bytes of qs: bytes 0..3 index grid iq2xxs (4 groups of 8), the u32 of
+// bytes 4..7 holds 4 x 7 sign bits (ksigns) and the scale s in its top 4 bits:
+// x = d * (0.5 + s) / 4 * grid * sign.
+struct BlockIQ2_XXS {
+  fp16_t d;
+  uint16_t qs[kQK_K / 8];
+};
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+
+// qs[g]: 9-bit grid iq2xs index | 7 sign bits << 9 for group g of 8; 4-bit scale per 16 elements:
+// x = d * (0.5 + s) / 4 * grid * sign.
+struct BlockIQ2_XS {
+  fp16_t d;
+  uint16_t qs[kQK_K / 8];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ2_XS) == 74);
+
+// 10-bit grid iq2s index per group of 8: qs[g] | 2 bits of qh[g / 4] << 8; 8 explicit sign bits
+// per group (qs[32 + g]); scales as IQ2_XS.
+struct BlockIQ2_S {
+  fp16_t d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t qh[kQK_K / 32];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ2_S) == 82);
+
+// qs[0..63]: grid iq3xxs indices (4 elements each); qs[64..95]: per sub-block of 32 a u32 of
+// 4 x 7 sign bits and the scale in the top 4 bits: x = d * (0.5 + s) / 2 * grid * sign.
+struct BlockIQ3_XXS {
+  fp16_t d;
+  uint8_t qs[3 * kQK_K / 8];
+};
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+
+// 9-bit grid iq3s index per 4 elements (qs | one bit of qh << 8), 8 sign bits per 8 elements,
+// 4-bit scale per 32: x = d * (1 + 2 s) * grid * sign.
+struct BlockIQ3_S {
+  fp16_t d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t qh[kQK_K / 32];
+  uint8_t signs[kQK_K / 8];
+  uint8_t scales[kQK_K / 64];
+};
+static_assert(sizeof(BlockIQ3_S) == 110);
+
+// 11-bit grid iq1s index per 8 elements (qs | 3 bits of qh << 8); qh[j] bits 12..14: scale s,
+// bit 15: sign of delta. x = d * (2 s + 1) * (grid + delta), delta = +-1/8, grid in {-1, 0, 1}.
+struct BlockIQ1_S {
+  fp16_t d;
+  uint8_t qs[kQK_K / 8];
+  uint16_t qh[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ1_S) == 50);
+
+// As IQ1_S with a 3-bit scale per 16 elements and a delta sign per 8; the fp16 super-block scale
+// is spread over the top nibbles of the four u16 of scales.
+struct BlockIQ1_M {
+  uint8_t qs[kQK_K / 8];
+  uint8_t qh[kQK_K / 16];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ1_M) == 56);
+
 // ---- 6-bit sub-block scale packing (12 bytes), shared by the kernels and the quantizers ----
 
 // Q4_K / Q5_K: 8 (scale, min) pairs of 6 bits. Pairs 0-3 sit in the low 6 bits of bytes 0-3

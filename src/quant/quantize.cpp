@@ -49,6 +49,30 @@ Codec codec_for(TensorType type) {
       return {dequantize_q6_k, quantize_q6_k};
     case TensorType::Q8_K:
       return {dequantize_q8_k, quantize_q8_k};
+    case TensorType::IQ4_NL:
+      return {dequantize_iq4_nl, quantize_iq4_nl};
+    case TensorType::IQ4_XS:
+      return {dequantize_iq4_xs, quantize_iq4_xs};
+    case TensorType::MXFP4:
+      return {dequantize_mxfp4, quantize_mxfp4};
+    case TensorType::TQ1_0:
+      return {dequantize_tq1_0, quantize_tq1_0};
+    case TensorType::TQ2_0:
+      return {dequantize_tq2_0, quantize_tq2_0};
+    case TensorType::IQ2_XXS:
+      return {dequantize_iq2_xxs, nullptr};
+    case TensorType::IQ2_XS:
+      return {dequantize_iq2_xs, nullptr};
+    case TensorType::IQ2_S:
+      return {dequantize_iq2_s, nullptr};
+    case TensorType::IQ3_XXS:
+      return {dequantize_iq3_xxs, nullptr};
+    case TensorType::IQ3_S:
+      return {dequantize_iq3_s, nullptr};
+    case TensorType::IQ1_S:
+      return {dequantize_iq1_s, nullptr};
+    case TensorType::IQ1_M:
+      return {dequantize_iq1_m, nullptr};
   }
   STRATA_CHECK(false, "no codec for tensor type id ", static_cast<uint32_t>(type));
 }
@@ -59,7 +83,20 @@ void check_row(TensorType type, int64_t n) {
                " blocks");
 }
 
+// The codec's quantizer, or a clear error for the types Strata only decodes.
+quant::QuantizeFn quantizer_for(TensorType type) {
+  const quant::QuantizeFn q = codec_for(type).quantize;
+  if (!q)
+    STRATA_THROW("quantizing to ", type_name(type),
+                 " is not supported (its quantizer needs an importance matrix; Strata decodes it only)");
+  return q;
+}
+
 }  // namespace
+
+bool can_quantize(TensorType type) {
+  return codec_for(type).quantize != nullptr;
+}
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
   check_row(type, n);
@@ -68,7 +105,7 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
 
 size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n, const float* importance) {
   check_row(type, n);
-  codec_for(type).quantize(src, dst, n, importance);
+  quantizer_for(type)(src, dst, n, importance);
   return row_bytes(type, n);
 }
 
@@ -77,10 +114,10 @@ size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_row
   check_row(type, n_per_row);
   STRATA_CHECK(n_rows >= 0);
   const size_t bytes_per_row = row_bytes(type, n_per_row);
-  const Codec codec = codec_for(type);
+  const quant::QuantizeFn quantize = quantizer_for(type);
   auto rows = [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r)
-      codec.quantize(src + r * n_per_row, static_cast<char*>(dst) + r * bytes_per_row, n_per_row, importance);
+      quantize(src + r * n_per_row, static_cast<char*>(dst) + r * bytes_per_row, n_per_row, importance);
   };
   if (pool && pool->size() > 1 && n_rows > 1) {
     // Chunks of roughly 64K elements: small enough to balance, large enough to amortise dispatch.
@@ -95,12 +132,23 @@ size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_row
 TensorType fallback_type(TensorType wanted, int64_t row_len) {
   auto fits = [row_len](TensorType t) { return row_len % type_traits(t).block_size == 0; };
   if (fits(wanted)) return wanted;
-  // llama.cpp's substitutes; Q2_K and Q3_K go to IQ4_NL there, which Strata does not have:
-  // Q4_0 has the same 4.5 bits per weight.
+  // llama.cpp's substitutes (llama-quant.cpp).
   TensorType next = TensorType::F16;
   switch (wanted) {
     case TensorType::Q2_K:
     case TensorType::Q3_K:
+    case TensorType::IQ4_XS:
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M:
+      next = TensorType::IQ4_NL;
+      break;
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0:
       next = TensorType::Q4_0;
       break;
     case TensorType::Q4_K:

@@ -14,7 +14,12 @@ class ThreadPool;
 // Works for F32, F16, BF16 and every quantized type (incl. Q8_K).
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 
-// src: [n] f32 -> dst: row_bytes(type, n) bytes. Round-to-nearest with a per-block scale search.
+// True when quantize_row can produce `type` (every type but IQ2_*, IQ3_*, IQ1_*, which Strata
+// decodes only: llama.cpp's quantizers for them need an importance matrix).
+bool can_quantize(TensorType type);
+
+// src: [n] f32 -> dst: row_bytes(type, n) bytes. Throws strata::Error for a type that cannot be
+// quantized to (can_quantize). Round-to-nearest with a per-block scale search.
 // importance: optional [n] per-weight weights for the error the search minimises (imatrix);
 // negative or non-finite weights count as 0, a block whose weights are all 0 is fitted unweighted.
 // Returns the bytes written.
@@ -33,8 +38,9 @@ size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_row
                      const float* importance = nullptr, ThreadPool* pool = nullptr);
 
 // The type to use for a row of `row_len` elements when `wanted` does not fit (row_len not a
-// multiple of its block size), following llama.cpp: K-quants fall back to a 32-block legacy type
-// of similar size, legacy types to F16 when nothing fits. Returns `wanted` when it fits.
+// multiple of its block size), following llama.cpp: K-quants and the 256-blocks IQ types fall back
+// to a 32-block type of similar size (IQ4_NL for Q2_K, Q3_K and the IQ types, Q4_0 for TQ1_0 and
+// TQ2_0), 32-block types to F16 when nothing fits. Returns `wanted` when it fits.
 TensorType fallback_type(TensorType wanted, int64_t row_len);
 
 }  // namespace strata

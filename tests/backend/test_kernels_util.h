@@ -35,9 +35,41 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
   return v;
 }
 
+// A random block of the IQ / ternary / MXFP4 types made decodable without overflow: random bytes
+// with a random finite fp16 scale (IQ1_M: spread over its scales' top nibbles) or, for MXFP4, an
+// exponent of 2^-18 .. 2^11 times the fp4 values. blk: one block of `type`.
+inline void make_iq_block_finite(TensorType type, uint8_t* blk, std::mt19937& gen) {
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  const fp16_t d = f32_to_fp16(scale(gen));
+  size_t d_offset = 0;  // most blocks start with their fp16 d
+  switch (type) {
+    case TensorType::MXFP4:
+      blk[0] = static_cast<uint8_t>(110 + gen() % 30);
+      return;
+    case TensorType::IQ1_M: {
+      uint16_t sc[4];
+      std::memcpy(sc, blk + 48, 8);
+      for (int i = 0; i < 4; ++i)
+        sc[i] = static_cast<uint16_t>((sc[i] & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12));
+      std::memcpy(blk + 48, sc, 8);
+      return;
+    }
+    case TensorType::TQ1_0:
+      d_offset = 52;
+      break;
+    case TensorType::TQ2_0:
+      d_offset = 64;
+      break;
+    default:
+      break;
+  }
+  std::memcpy(blk + d_offset, &d, 2);
+}
+
 // n_rows rows of `type` with n elements each, `stride` bytes apart, written at dst. Legacy
-// quantized blocks are random bytes (every bit pattern is a valid block) with random finite fp16
-// scales (and mins); K-quant rows are quantized normal values; float rows are normal values.
+// quantized blocks and the IQ / ternary / MXFP4 types are random bytes (every bit pattern is a
+// valid block) with random finite scales (and mins); K-quant rows are quantized normal values;
+// float rows are normal values.
 inline void fill_random_rows(TensorType type, int64_t n, int64_t n_rows, size_t stride, uint8_t* dst,
                              uint32_t seed) {
   std::mt19937 gen(seed);
@@ -54,6 +86,13 @@ inline void fill_random_rows(TensorType type, int64_t n, int64_t n_rows, size_t 
         const uint16_t h = type == TensorType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
         if (type != TensorType::F32) std::memcpy(row + 2 * i, &h, 2);
       }
+      continue;
+    }
+    const bool iq = type >= TensorType::IQ2_XXS && type != TensorType::BF16;
+    if (iq) {  // every bit pattern decodes: random bytes with usable scales
+      for (size_t i = 0; i < row_bytes(type, n); ++i) row[i] = static_cast<uint8_t>(byte(gen));
+      for (int64_t b = 0; b < n / tt.block_size; ++b)
+        make_iq_block_finite(type, row + b * tt.block_bytes, gen);
       continue;
     }
     if (tt.block_size != 32) {  // K-quants: scales sit mid-block; quantize real values instead

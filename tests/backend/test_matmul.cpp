@@ -67,10 +67,12 @@ struct MatmulCase {
 
 std::vector<MatmulCase> matmul_cases() {
   std::vector<MatmulCase> cases;
-  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,
-                              TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                              TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                              TensorType::Q6_K};
+  const TensorType types[] = {
+      TensorType::F32,   TensorType::F16,     TensorType::BF16,  TensorType::Q4_0,    TensorType::Q4_1,
+      TensorType::Q5_0,  TensorType::Q5_1,    TensorType::Q8_0,  TensorType::Q2_K,    TensorType::Q3_K,
+      TensorType::Q4_K,  TensorType::Q5_K,    TensorType::Q6_K,  TensorType::IQ4_NL,  TensorType::IQ4_XS,
+      TensorType::MXFP4, TensorType::TQ1_0,   TensorType::TQ2_0, TensorType::IQ2_XXS, TensorType::IQ2_XS,
+      TensorType::IQ2_S, TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ1_S,   TensorType::IQ1_M};
   for (TensorType t : types)
     for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
       cases.push_back({t, isa, PackLayout::Rows});
@@ -153,8 +155,8 @@ TEST(MatmulInput, ZeroTokensWritesNothing) {
 }
 
 TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
-  for (TensorType t :
-       {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                       TensorType::Q8_0, TensorType::IQ4_NL}) {
     const int64_t n_in = 128, n_out = 64;
     std::vector<uint8_t> w(row_bytes(t, n_in) * n_out);
     auto pm = pack_matrix(t, n_in, n_out, w.data(), PackLayout::Interleaved);

@@ -152,7 +152,7 @@ TEST_P(Packed, Avx512TokenCountDoesNotChangeResultBits) {
 
 INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed,
                          ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
-                                           TensorType::Q5_1, TensorType::Q8_0),
+                                           TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 }  // namespace

@@ -137,6 +137,40 @@ TEST_F(QuantizeCli, FileTypeNumbersMatchLlamaQuantize) {
   }
 }
 
+// The IQ / ternary / MXFP4 targets by llama.cpp's names, with llama.cpp's general.file_type
+// numbers (llama_ftype: IQ4_NL 25, IQ4_XS 30, TQ1_0 36, TQ2_0 37, MXFP4_MOE 38); stories260K's
+// rows of 64 make the 256-block types fall back (IQ4_XS -> IQ4_NL, TQ* -> Q4_0) as llama.cpp does.
+TEST_F(QuantizeCli, IqTypesByLlamaCppNames) {
+  const std::string src_path = test::shared_path("models/stories260K/stories260K.gguf");
+  const auto src = open_model_file(src_path);
+  const struct {
+    const char* name;
+    int64_t file_type;
+    double tolerance;
+  } cases[] = {{"iq4_nl", 25, 0.12},
+               {"IQ4_XS", 30, 0.12},
+               {"mxfp4", 38, 0.2},
+               {"tq1_0", 36, 0.15},
+               {"TQ2_0", 37, 0.15}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto r = quantize(src_path, out(std::string(c.name) + ".gguf"), c.name);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto dst = GgufFile::open(out(std::string(c.name) + ".gguf"));
+    EXPECT_EQ(dst->metadata().get_int("general.file_type"), c.file_type);
+    expect_converted(*src, *dst, *tensor_type_from_name(c.name), c.tolerance);
+  }
+  const auto r = quantize(src_path, out("iq2.gguf"), "iq2_xxs");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind(
+                "strata: error: cannot quantize to iq2_xxs: llama.cpp's quantizer for it needs an importance "
+                "matrix",
+                0),
+            0u)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out("iq2.gguf")));
+}
+
 TEST_F(QuantizeCli, Q4_KErrorComparableToLlamaQuantize) {
   // synth-tiny rows (256, 768) split into K blocks, so nothing falls back. llama-quantize's own
   // pure Q4_K file of the same weights sets the bar for the error.

@@ -214,8 +214,32 @@ TEST(GgufCorrupt, EachHostileFieldIsRejected) {
        "row length 33 is not a multiple of the q8_0 block size 32"},
       {"unknown tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 99); },
        "unsupported tensor type id 99"},
-      {"IQ tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 23); },
-       "unsupported tensor type iq4_xs"},
+      {"removed tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 31); },
+       "unsupported tensor type q4_0_4_4 (removed from ggml)"},
+      {"integer tensor type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 24); },
+       "unsupported tensor type i8"},
+      // The IQ / ternary types' super-blocks of 256 do not divide rows of 32.
+      {"ne[0] not a multiple of the iq4_xs block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 23); },
+       "row length 32 is not a multiple of the iq4_xs block size 256"},
+      {"ne[0] not a multiple of the iq2_xxs block",
+       [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 16); },
+       "row length 32 is not a multiple of the iq2_xxs block size 256"},
+      {"ne[0] not a multiple of the iq1_m block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 29); },
+       "row length 32 is not a multiple of the iq1_m block size 256"},
+      {"ne[0] not a multiple of the tq1_0 block", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 34); },
+       "row length 32 is not a multiple of the tq1_0 block size 256"},
+      {"iq4_nl data past the end",
+       [](auto& s, auto& m) {
+         poke<uint32_t>(s, m.t0_type, 20);
+         poke<uint64_t>(s, m.t0_ne1, 1000);
+       },
+       "outside the file"},
+      {"mxfp4 data past the end",
+       [](auto& s, auto& m) {
+         poke<uint32_t>(s, m.t0_type, 39);
+         poke<uint64_t>(s, m.t0_ne1, 1000);
+       },
+       "outside the file"},
       {"activation-only type", [](auto& s, auto& m) { poke<uint32_t>(s, m.t0_type, 15); },
        "unsupported tensor type q8_K"},
       {"misaligned offset", [](auto& s, auto& m) { poke<uint64_t>(s, m.t1_offset, 100); },
@@ -287,14 +311,14 @@ TEST(GgufCorrupt, HugeGenericArrayIsBounded) {
 TEST(GgufCorrupt, OpenModelFileReportsCorruptionToo) {
   test::TempDir dir;
   BaseImage m = make_base();
-  poke<uint32_t>(m.bytes, m.t0_type, 16);
-  const std::string path = dir.file("iq.gguf");
+  poke<uint32_t>(m.bytes, m.t0_type, 28);
+  const std::string path = dir.file("f64.gguf");
   test::write_bytes(path, m.bytes);
   try {
     open_model_file(path);
     FAIL() << "accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), path + ": tensor 'a': unsupported tensor type iq2_xxs");
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'a': unsupported tensor type f64");
   }
 }
 

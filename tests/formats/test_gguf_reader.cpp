@@ -195,9 +195,9 @@ TEST(GgufReader, HeaderOnlyFileIsValid) {
 TEST(GgufReader, UnsupportedTensorTypeIsNamed) {
   ByteBuilder b;
   b.u32(kGgufMagic).u32(3).u64(1).u64(0);
-  b.str("blk.0.attn_q.weight").u32(2).u64(256).u64(4).u32(16).u64(0);  // 16 = IQ2_XXS
-  b.pad_to(32).raw(std::string(4096, '\0'));
-  EXPECT_EQ(parse_error(b.buf), "bad.gguf: tensor 'blk.0.attn_q.weight': unsupported tensor type iq2_xxs");
+  b.str("blk.0.attn_q.weight").u32(2).u64(256).u64(4).u32(28).u64(0);  // 28 = F64
+  b.pad_to(32).raw(std::string(8192, '\0'));
+  EXPECT_EQ(parse_error(b.buf), "bad.gguf: tensor 'blk.0.attn_q.weight': unsupported tensor type f64");
 }
 
 TEST(GgufReader, OpenReportsMissingFile) {

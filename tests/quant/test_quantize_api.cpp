@@ -20,9 +20,16 @@ TEST(FallbackType, FollowsLlamaCpp) {
   EXPECT_EQ(fallback_type(TensorType::F16, 7), TensorType::F16);
   EXPECT_EQ(fallback_type(TensorType::BF16, 7), TensorType::BF16);
   EXPECT_EQ(fallback_type(TensorType::F32, 1), TensorType::F32);
-  // K-quants on rows of 32-multiples: llama.cpp's substitutes (IQ4_NL for Q2_K/Q3_K -> Q4_0 here).
-  EXPECT_EQ(fallback_type(TensorType::Q2_K, 96), TensorType::Q4_0);
-  EXPECT_EQ(fallback_type(TensorType::Q3_K, 96), TensorType::Q4_0);
+  // K-quants and 256-block IQ types on rows of 32-multiples: llama.cpp's substitutes.
+  EXPECT_EQ(fallback_type(TensorType::Q2_K, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::Q3_K, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::IQ4_XS, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::IQ2_XXS, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::IQ1_M, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::TQ1_0, 96), TensorType::Q4_0);
+  EXPECT_EQ(fallback_type(TensorType::TQ2_0, 96), TensorType::Q4_0);
+  EXPECT_EQ(fallback_type(TensorType::IQ4_NL, 96), TensorType::IQ4_NL);
+  EXPECT_EQ(fallback_type(TensorType::MXFP4, 40), TensorType::F16);
   EXPECT_EQ(fallback_type(TensorType::Q4_K, 96), TensorType::Q5_0);
   EXPECT_EQ(fallback_type(TensorType::Q5_K, 96), TensorType::Q5_1);
   EXPECT_EQ(fallback_type(TensorType::Q6_K, 96), TensorType::Q8_0);

@@ -53,6 +53,44 @@ const TypeKernels& q6_k_kernels_scalar();
 const TypeKernels& q6_k_kernels_avx2();
 const TypeKernels& q6_k_kernels_avx512();
 
+// IQ, ternary and MXFP4 types (dot_<type>*.cpp).
+const TypeKernels& iq4_nl_kernels_scalar();
+const TypeKernels& iq4_nl_kernels_avx2();
+const TypeKernels& iq4_nl_kernels_avx512();
+const TypeKernels& iq4_xs_kernels_scalar();
+const TypeKernels& iq4_xs_kernels_avx2();
+const TypeKernels& iq4_xs_kernels_avx512();
+const TypeKernels& mxfp4_kernels_scalar();
+const TypeKernels& mxfp4_kernels_avx2();
+const TypeKernels& mxfp4_kernels_avx512();
+const TypeKernels& tq1_0_kernels_scalar();
+const TypeKernels& tq1_0_kernels_avx2();
+const TypeKernels& tq1_0_kernels_avx512();
+const TypeKernels& tq2_0_kernels_scalar();
+const TypeKernels& tq2_0_kernels_avx2();
+const TypeKernels& tq2_0_kernels_avx512();
+const TypeKernels& iq2_xxs_kernels_scalar();
+const TypeKernels& iq2_xxs_kernels_avx2();
+const TypeKernels& iq2_xxs_kernels_avx512();
+const TypeKernels& iq2_xs_kernels_scalar();
+const TypeKernels& iq2_xs_kernels_avx2();
+const TypeKernels& iq2_xs_kernels_avx512();
+const TypeKernels& iq2_s_kernels_scalar();
+const TypeKernels& iq2_s_kernels_avx2();
+const TypeKernels& iq2_s_kernels_avx512();
+const TypeKernels& iq3_xxs_kernels_scalar();
+const TypeKernels& iq3_xxs_kernels_avx2();
+const TypeKernels& iq3_xxs_kernels_avx512();
+const TypeKernels& iq3_s_kernels_scalar();
+const TypeKernels& iq3_s_kernels_avx2();
+const TypeKernels& iq3_s_kernels_avx512();
+const TypeKernels& iq1_s_kernels_scalar();
+const TypeKernels& iq1_s_kernels_avx2();
+const TypeKernels& iq1_s_kernels_avx512();
+const TypeKernels& iq1_m_kernels_scalar();
+const TypeKernels& iq1_m_kernels_avx2();
+const TypeKernels& iq1_m_kernels_avx512();
+
 // Activation quantizers, x: [n] f32 -> one row of the named type (n a multiple of its block).
 // Q8_0 / Q8_1 follow llama.cpp: d = amax / 127, q = round(x / d) (ties to even), d stored as
 // fp16; Q8_1 also stores s = fp16(d * sum(q)). Both are defined in act_q8_0*.cpp.

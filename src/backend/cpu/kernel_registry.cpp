@@ -31,6 +31,18 @@ const Entry kEntries[] = {
     {TensorType::Q4_K, {q4_k_kernels_scalar, q4_k_kernels_avx2, q4_k_kernels_avx512}},
     {TensorType::Q5_K, {q5_k_kernels_scalar, q5_k_kernels_avx2, q5_k_kernels_avx512}},
     {TensorType::Q6_K, {q6_k_kernels_scalar, q6_k_kernels_avx2, q6_k_kernels_avx512}},
+    {TensorType::IQ4_NL, {iq4_nl_kernels_scalar, iq4_nl_kernels_avx2, iq4_nl_kernels_avx512}},
+    {TensorType::IQ4_XS, {iq4_xs_kernels_scalar, iq4_xs_kernels_avx2, iq4_xs_kernels_avx512}},
+    {TensorType::MXFP4, {mxfp4_kernels_scalar, mxfp4_kernels_avx2, mxfp4_kernels_avx512}},
+    {TensorType::TQ1_0, {tq1_0_kernels_scalar, tq1_0_kernels_avx2, tq1_0_kernels_avx512}},
+    {TensorType::TQ2_0, {tq2_0_kernels_scalar, tq2_0_kernels_avx2, tq2_0_kernels_avx512}},
+    {TensorType::IQ2_XXS, {iq2_xxs_kernels_scalar, iq2_xxs_kernels_avx2, iq2_xxs_kernels_avx512}},
+    {TensorType::IQ2_XS, {iq2_xs_kernels_scalar, iq2_xs_kernels_avx2, iq2_xs_kernels_avx512}},
+    {TensorType::IQ2_S, {iq2_s_kernels_scalar, iq2_s_kernels_avx2, iq2_s_kernels_avx512}},
+    {TensorType::IQ3_XXS, {iq3_xxs_kernels_scalar, iq3_xxs_kernels_avx2, iq3_xxs_kernels_avx512}},
+    {TensorType::IQ3_S, {iq3_s_kernels_scalar, iq3_s_kernels_avx2, iq3_s_kernels_avx512}},
+    {TensorType::IQ1_S, {iq1_s_kernels_scalar, iq1_s_kernels_avx2, iq1_s_kernels_avx512}},
+    {TensorType::IQ1_M, {iq1_m_kernels_scalar, iq1_m_kernels_avx2, iq1_m_kernels_avx512}},
 };
 
 const Entry* find_entry(TensorType type) {

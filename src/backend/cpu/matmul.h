@@ -11,7 +11,8 @@
 //    ISA level): either a zero-copy view of the caller's memory (mmapped GGUF data) or, by
 //    default, a copy of it in transparent huge pages, which decode streams ~30% faster than 4 KiB
 //    pages (each 4 KiB page is a separate stream for the hardware prefetcher).
-//  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in
+//  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and
+//    IQ4_NL in
 //    which 16 rows are interleaved 4 bytes at a time (packed_kernels.h), so one AVX-512 register
 //    holds the same 4 quants of 16 rows and one vpdpbusd does 16 rows x 4 elements for a token.
 // A copy has exactly the source's size; the source pages are not touched afterwards, so the

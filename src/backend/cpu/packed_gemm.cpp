@@ -9,6 +9,7 @@
 #include "backend/cpu/packed_kernels.h"
 #include "core/check.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
@@ -28,6 +29,7 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   if (type == TensorType::Q8_0) return qs[k * kChunkBytes + 4 * r + i];
   const uint8_t byte = qs[(k % 4) * kChunkBytes + 4 * r + i];
   int q = k < 4 ? (byte & 0x0f) : (byte >> 4);
+  if (type == TensorType::IQ4_NL) return kIq4nlValues[q] + 128;
   if (type == TensorType::Q5_0 || type == TensorType::Q5_1) {
     const uint8_t* masks = qs + 4 * kChunkBytes;
     const int bit = 4 * r + i;

@@ -17,22 +17,23 @@
 
 #include "backend/cpu/packed_kernels.h"
 #include "core/check.h"
+#include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 };
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
 
 template <Kind K>
 constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
 template <Kind K>
 constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
 template <Kind K>
-constexpr size_t kBlockBytes = K == Kind::Q4_0   ? 288
-                               : K == Kind::Q4_1 ? 320
-                               : K == Kind::Q5_0 ? 352
-                               : K == Kind::Q5_1 ? 384
-                                                 : 544;
+constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
+                               : K == Kind::Q4_1                    ? 320
+                               : K == Kind::Q5_0                    ? 352
+                               : K == Kind::Q5_1                    ? 384
+                                                                    : 544;
 
 static inline __m512i broadcast_i32(const int8_t* p) {
   int32_t v;
@@ -72,6 +73,12 @@ static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uin
       const __m512i p = _mm512_loadu_si512(qs + 64 * k);
       __m512i lo = _mm512_and_si512(p, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+      if constexpr (K == Kind::IQ4_NL) {  // nibble -> kIq4nlValues + 128, per 128-bit lane
+        const __m512i table = _mm512_broadcast_i32x4(_mm_add_epi8(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
+        lo = _mm512_shuffle_epi8(table, lo);
+        hi = _mm512_shuffle_epi8(table, hi);
+      }
       if constexpr (kHasQh<K>) {
         const __m512i b16 = _mm512_set1_epi8(16);
         lo = _mm512_mask_add_epi8(lo, load_mask64(qs + 256 + 8 * k), lo, b16);
@@ -151,6 +158,8 @@ void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const Pac
       return kTable<Kind::Q5_1>[i](w, nb, a, y, y_stride, n_rows);
     case TensorType::Q8_0:
       return kTable<Kind::Q8_0>[i](w, nb, a, y, y_stride, n_rows);
+    case TensorType::IQ4_NL:
+      return kTable<Kind::IQ4_NL>[i](w, nb, a, y, y_stride, n_rows);
     default:
       STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
   }

@@ -8,10 +8,12 @@
 //   Q5_0: d[16] | qs as Q4_0 | qh: 8 x u64, bit 4r+i of mask k = bit 4k+i of row r's qh  352 bytes
 //   Q5_1: d[16] | m[16] | qs | qh as Q5_0                                               384 bytes
 //   Q8_0: d[16] | qs chunk k=0..7: row r -> source qs[4k..4k+3] XOR 0x80 (q + 128)       544 bytes
+//   IQ4_NL: as Q4_0 (the nibbles index kIq4nlValues)                                    288 bytes
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
-// 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types. The element value is
-// d * (u - zero_point) with zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0), or d * u + m for Q4_1/Q5_1.
+// 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
+// is looked up as u = kIq4nlValues[nibble] + 128. The element value is d * (u - zero_point) with
+// zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL), or d * u + m for Q4_1/Q5_1.
 // Rows past n_out in the last group are zero (scale 0). Each packed block is exactly 16 source
 // blocks, so the copy costs no memory beyond the source.
 //
@@ -34,7 +36,7 @@ constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel 
 
 bool packable_type(TensorType type);
 size_t packed_block_bytes(TensorType type);  // one block of 16 rows
-int packed_zero_point(TensorType type);      // 8, 16, 128, or 0 for the types with a min
+int packed_zero_point(TensorType type);      // 8, 16, 128 (Q8_0, IQ4_NL), or 0 for the types with a min
 
 // Writes group g of src ([n_out] rows of type, nb blocks each, src_row_stride bytes apart) into
 // dst ([nb] packed blocks), zero rows past n_out.

@@ -26,6 +26,11 @@ SourceBlock read_block(TensorType type, const uint8_t* p) {
       s.d = b->d, s.qs = b->qs;
       break;
     }
+    case TensorType::IQ4_NL: {  // Q4_0's layout; only the meaning of a nibble differs
+      const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+      s.d = b->d, s.qs = b->qs;
+      break;
+    }
     case TensorType::Q4_1: {
       const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
       s.d = b->d, s.m = b->m, s.qs = b->qs;
@@ -91,6 +96,7 @@ void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
 bool packable_type(TensorType type) {
   switch (type) {
     case TensorType::Q4_0:
+    case TensorType::IQ4_NL:
     case TensorType::Q4_1:
     case TensorType::Q5_0:
     case TensorType::Q5_1:
@@ -113,6 +119,7 @@ int packed_zero_point(TensorType type) {
     case TensorType::Q5_0:
       return 16;
     case TensorType::Q8_0:
+    case TensorType::IQ4_NL:
       return 128;
     default:
       return 0;

@@ -1,0 +1,41 @@
+// IQ1_S: f = d / 8, sc = 2 s + 1 per chunk, w = 8 grid +- 1.
+// The block-format Ops of iq_tile_avx2.h, shared by dot_iq1_s_avx2.cpp and dot_iq1_s_avx512.cpp.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/iq_tile_avx2.h"
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ1_S);
+  struct Row {
+    const uint8_t* blk;
+    float f;
+  };
+  static Row load_row(const uint8_t* blk) { return {blk, load_half(blk + offsetof(BlockIQ1_S, d)) * 0.125f}; }
+  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+    const uint8_t* qs = row.blk + offsetof(BlockIQ1_S, qs) + 4 * k;
+    uint16_t qh;
+    std::memcpy(&qh, row.blk + offsetof(BlockIQ1_S, qh) + 2 * k, 2);
+    const __m256i g = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid[qs[0] | ((qh & 7) << 8)]),
+                                         static_cast<long long>(kIq1sGrid[qs[1] | (((qh >> 3) & 7) << 8)]),
+                                         static_cast<long long>(kIq1sGrid[qs[2] | (((qh >> 6) & 7) << 8)]),
+                                         static_cast<long long>(kIq1sGrid[qs[3] | (((qh >> 9) & 7) << 8)]));
+    // 8 g per byte (g in {-1, 0, 1}: the bits shifted across bytes are masked off), then +-1.
+    const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
+    w = _mm256_add_epi8(g8, _mm256_set1_epi8(qh & 0x8000 ? -1 : 1));
+    sc = _mm256_set1_epi16(static_cast<short>(2 * ((qh >> 12) & 7) + 1));
+  }
+};
+
+}  // namespace
+}  // namespace strata::cpu

@@ -1,0 +1,43 @@
+// IQ2_XS: f = d / 8, sc = 2 s + 1 per 16 elements, w = grid * sign.
+// The block-format Ops of iq_tile_avx2.h, shared by dot_iq2_xs_avx2.cpp and dot_iq2_xs_avx512.cpp.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/iq_tile_avx2.h"
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ2_XS);
+  struct Row {
+    const uint8_t* qs;      // [64]: u16 per group of 8
+    const uint8_t* scales;  // [8]
+    float f;
+  };
+  static Row load_row(const uint8_t* blk) {
+    return {blk + offsetof(BlockIQ2_XS, qs), blk + offsetof(BlockIQ2_XS, scales),
+            load_half(blk + offsetof(BlockIQ2_XS, d)) * 0.125f};
+  }
+  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+    uint16_t q[4];
+    std::memcpy(q, row.qs + 8 * k, 8);
+    const uint32_t signs = iq_signs_from7(q[0] >> 9) | (iq_signs_from7(q[1] >> 9) << 8) |
+                           (iq_signs_from7(q[2] >> 9) << 16) |
+                           (static_cast<uint32_t>(iq_signs_from7(q[3] >> 9)) << 24);
+    w = signed_grid(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511],
+                    kIq2xsGrid[q[3] & 511], signs);
+    const int s = row.scales[k];
+    sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
+  }
+};
+
+}  // namespace
+}  // namespace strata::cpu

@@ -1,0 +1,42 @@
+// IQ3_XXS: f = d / 4, sc = 2 s + 1 per chunk, w = grid * sign (8 grid entries of 4 gathered).
+// The block-format Ops of iq_tile_avx2.h, shared by dot_iq3_xxs_avx2.cpp and dot_iq3_xxs_avx512.cpp.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/iq_tile_avx2.h"
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ3_XXS);
+  struct Row {
+    const uint8_t* qs;  // [96]: 64 grid indices, then a u32 of signs and scale per chunk
+    float f;
+  };
+  static Row load_row(const uint8_t* blk) {
+    return {blk + offsetof(BlockIQ3_XXS, qs), load_half(blk + offsetof(BlockIQ3_XXS, d)) * 0.25f};
+  }
+  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+    uint32_t aux;
+    std::memcpy(&aux, row.qs + kQK_K / 4 + 4 * k, 4);
+    const uint32_t signs = iq_signs_from7(aux) | (iq_signs_from7(aux >> 7) << 8) |
+                           (iq_signs_from7(aux >> 14) << 16) |
+                           (static_cast<uint32_t>(iq_signs_from7(aux >> 21)) << 24);
+    const __m256i idx =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row.qs + 8 * k)));
+    const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3xxsGrid), idx, 4);
+    w = _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
+    sc = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
+  }
+};
+
+}  // namespace
+}  // namespace strata::cpu

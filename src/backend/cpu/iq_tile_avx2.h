@@ -1,0 +1,96 @@
+// The register tile of the IQ and ternary types against Q8_K activations, generic over a
+// block-format Ops class (dot_<type>_simd.h). 256-bit integer code: compiled into the AVX2 files
+// and, with the wider ISA's encodings and registers, the AVX-512 ones. Internal linkage.
+//
+// Each super-block of 256 is 8 chunks of 32 elements; a chunk decodes to exact integers
+// (iq_scalar_dot.h): x = f * sc * w with w int8 (|w| <= 127) in element order and sc one int16 per
+// element pair. Per chunk, row and token: vpmaddubsw(|w|, sign(a, w)) (pair sums, no saturation
+// since 2 * 127 * 127 < 32768), vpmaddwd with sc into int32 lanes; once per super-block the int32
+// sums are scaled by f * d_a into a float accumulator. Each output's operations do not depend on
+// the tile shape or its place in it (batch invariance, kernels.h).
+//
+// Ops provides:
+//   kBlockBytes                      bytes of one weight super-block
+//   Row, load_row(blk)               what a super-block's chunks need; Row::f the float factor
+//   chunk(row, k, &w, &sc)           chunk k (0..7): w: int8 x 32, sc: int16 x 16 (lane i scales
+//                                    elements 2i, 2i + 1)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/block_access.h"
+#include "backend/cpu/simd_avx2.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+namespace {
+
+template <class Ops>
+struct IqTileAvx2 {
+  // out[c * os + r] = dot(w row r, a row c) for NR x NC; w: [n / 256] blocks, a: [n / 256] Q8_K.
+  template <int NR, int NC>
+  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
+                  size_t os) {
+    __m256 accf[NR][NC];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      typename Ops::Row rows[NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) rows[r] = Ops::load_row(w + r * ws + b * Ops::kBlockBytes);
+      const uint8_t* aq[NC];
+      float da[NC];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
+        da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
+        aq[c] = blk + offsetof(BlockQ8_K, qs);
+      }
+      __m256i acc[NR][NC];
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+          __m256i wv, sc;
+          Ops::chunk(rows[r], k, wv, sc);
+          const __m256i wabs = _mm256_sign_epi8(wv, wv);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) {
+            const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), wv);
+            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, y), sc);
+            acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c)
+          accf[r][c] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
+  }
+};
+
+// int16 x 16 with lanes 0..7 = lo (elements 0..15 of a chunk) and 8..15 = hi (elements 16..31).
+static inline __m256i pair_scales(int lo, int hi) {
+  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));
+}
+
+// Four grid entries of 8 bytes (groups 0..3 of a chunk) and their 32 sign bits (bit j of byte l
+// for element 8 l + j) -> the chunk's signed values.
+static inline __m256i signed_grid(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, uint32_t signs) {
+  const __m256i mag = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
+                                         static_cast<long long>(g2), static_cast<long long>(g3));
+  return _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
+}
+
+}  // namespace
+}  // namespace strata::cpu
