@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces the "Serving" section of BENCHMARKS.md: `strata serve` driven by `strata bench serve`.
 #   bench/serving.sh MODEL [OUT_DIR]
-# SECTIONS (default "levels prefix variable") picks the tables to run.
+# SECTIONS (default "levels prefix variable") picks the tables to run; "spec" compares
+# speculative decoding off and on (SPEC, default "ngram") at 1, 4, 16 and 64 streams.
 # Needs a Release build in build/release and jq. Writes one JSON per run into OUT_DIR
 # (default /tmp/strata-serving) and prints markdown tables on stdout.
 set -euo pipefail
@@ -98,6 +99,26 @@ if has prefix; then
     jq -r --arg m "$mode" --arg h "$hits" \
       '"| \($m) | \(.completed) | \(.total_input_tokens / .completed | round) | \(.ttft_ms.mean | round) | \(.ttft_ms.median | round) | \(.ttft_ms.p99 | round) | \($h) |"' \
       "$OUT/prefix-$mode.json"
+    stop_server
+  done
+fi
+
+# Speculative decoding off and on (--spec $SPEC), continuous scheduling, 1/4/16/64 streams, the
+# workload at temperature 0 so that n-gram drafts have repeats to find.
+if has spec; then
+  echo
+  echo "| speculation | streams | ok | output tok/s | TTFT p50 ms | ITL p50 ms | TPOT p50 ms | acceptance |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  for mode in off on; do
+    if [ "$mode" = on ]; then start_server --spec "${SPEC:-ngram}"; else start_server; fi
+    for lvl in 1:8 4:16 16:48 64:128; do
+      conc=${lvl%%:*} n=${lvl##*:}
+      "$STRATA" bench serve --url "$URL" --num-prompts "$n" --max-concurrency "$conc" \
+        --input-len 128 --output-len 128 --ignore-eos --seed 1 --quiet --json "$OUT/spec-$mode-c$conc.json" >/dev/null
+      jq -r --arg m "$mode" --arg c "$conc" \
+        '"| \($m) | \($c) | \(.completed)/\(.completed + .failed) | \(.output_throughput | . * 10 | round / 10) | \(.ttft_ms.median | round) | \(.itl_ms.median | . * 10 | round / 10) | \(.tpot_ms.median | . * 10 | round / 10) | \(if .spec then (.spec.acceptance_rate | . * 1000 | round / 10 | tostring) + " %" else "-" end) |"' \
+        "$OUT/spec-$mode-c$conc.json"
+    done
     stop_server
   done
 fi
