@@ -32,40 +32,6 @@ struct QuantizeOptions {
   int threads = 0;
 };
 
-// llama.cpp's llama_ftype for a pure TYPE (K-quants: the _S variant, which is all-TYPE).
-uint32_t llama_file_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32:
-      return 0;
-    case TensorType::F16:
-      return 1;
-    case TensorType::Q4_0:
-      return 2;
-    case TensorType::Q4_1:
-      return 3;
-    case TensorType::Q8_0:
-      return 7;
-    case TensorType::Q5_0:
-      return 8;
-    case TensorType::Q5_1:
-      return 9;
-    case TensorType::Q2_K:
-      return 10;
-    case TensorType::Q3_K:
-      return 11;
-    case TensorType::Q4_K:
-      return 14;
-    case TensorType::Q5_K:
-      return 16;
-    case TensorType::Q6_K:
-      return 18;
-    case TensorType::BF16:
-      return 32;
-    default:
-      STRATA_THROW("cannot quantize to ", type_name(t));
-  }
-}
-
 TensorType parse_target_type(const std::string& name) {
   const auto t = tensor_type_from_name(name);
   if (!t || !is_storage_type(*t) || *t == TensorType::Q8_1)

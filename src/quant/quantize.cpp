@@ -119,4 +119,37 @@ TensorType fallback_type(TensorType wanted, int64_t row_len) {
   return fits(next) ? next : TensorType::F16;
 }
 
+uint32_t llama_file_type(TensorType t) {
+  switch (t) {
+    case TensorType::F32:
+      return 0;
+    case TensorType::F16:
+      return 1;
+    case TensorType::Q4_0:
+      return 2;
+    case TensorType::Q4_1:
+      return 3;
+    case TensorType::Q8_0:
+      return 7;
+    case TensorType::Q5_0:
+      return 8;
+    case TensorType::Q5_1:
+      return 9;
+    case TensorType::Q2_K:
+      return 10;
+    case TensorType::Q3_K:
+      return 11;
+    case TensorType::Q4_K:
+      return 14;
+    case TensorType::Q5_K:
+      return 16;
+    case TensorType::Q6_K:
+      return 18;
+    case TensorType::BF16:
+      return 32;
+    default:
+      STRATA_THROW("cannot quantize to ", type_name(t));
+  }
+}
+
 }  // namespace strata
