@@ -30,11 +30,11 @@
 // [0, hd_s/2) and its second half to [hd_L/2, hd_L/2 + hd_s/2), so the pairs (i, i + hd_s/2) land
 // on (i, i + hd_L/2). Linear and llama3 rope scaling act on each theta_i alone, so they carry over.
 //
-// GQA. Small KV head g goes to large KV head g, and its r_s query heads keep their order at the
-// start of the large group of g (r_L query heads per KV head): small query head h (KV head h / r_s, r_s =
-// n_head_s / n_head_kv_s) becomes large head (h / r_s) * r_L + h % r_s. The other heads of each group and all
-// heads of unused KV groups are padding heads: random q (and k, v for unused KV heads), and zero W_o columns,
-// so what they attend to never reaches the residual.
+// GQA. Small KV head g goes to large KV head g, and its r_s = n_head_s / n_head_kv_s query heads
+// keep their order at the start of the large group of g (r_L query heads per KV head): small query
+// head h (KV head h / r_s) becomes large head (h / r_s) * r_L + h % r_s. The other heads of each
+// group and all heads of unused KV groups are padding heads: random q (and k, v for unused KV
+// heads) and zero W_o columns, so what they attend to never reaches the residual.
 //
 // Values and W_o. A real head's output is sum_t p_t v_t over the large head's dimensions; it is
 // exactly 0 wherever the KV head's value rows are 0, so W_o may hold anything in those columns. Two
@@ -66,11 +66,24 @@
 // so those units' activations must be 0 themselves (silu(0) * 0 = 0).
 //
 // Quantization. A real row's real columns always start at a block boundary (column 0 of the row,
-// of a head slot or of a span), and the columns after them are zero or block-mates. Blocks never
+// of a head slot or of a span), and the columns after them are zero or block-mates, so blocks never
 // straddle real and random values. Where the small row length is a multiple of the block size,
 // every block of the large row is either exactly a block of the small row or zero, and blocks are
 // quantized independently (no imatrix), so the large file quantizes the real corner exactly as
-// quantizing the small model does (W_q: when q_scale is a power of two, see above).
+// quantizing the small model does (W_q: when q_scale is a power of two, see above). Where the small
+// rows do not split into the type's blocks, quantizing the small model falls back to another type
+// for that tensor (fallback_type), and `synth --from --type T` gives the large real tensor that same
+// type (model_embedding.h), so the correspondence still holds. This is what happens for every
+// K-quant here: super-blocks are 256 wide and the small rows (stories260K: 64, 172; tinystories656k:
+// 128, 384) are not multiples of 256, so the small model has no K-quantized tensor at all (Q4_K ->
+// Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0) and no layout of the large rows could
+// reproduce one: a large super-block necessarily holds the 64 or 128 real values next to padding.
+// The large file then has its real layers in the fallback type and its padding layers in the
+// K-quant. `strata quantize LARGE T`, which knows nothing of the small model, quantizes every large
+// row in T: the real corner is exact for the types whose blocks fit the small rows (as above), and
+// for the others a K-quant of the real values next to zero sub-blocks, which dequantize to exact
+// zeros (the function stays the small model's up to that quantization), but which is no
+// quantization the small model has.
 #include "model/embedding_layout.h"
 
 #include <cfloat>

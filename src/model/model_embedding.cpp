@@ -59,14 +59,15 @@ struct MatrixSpec {
   double scale = 1.0;
 };
 
-// One large vector [n]: a norm (padding layers: ones) or a bias (padding entries random).
+// One large vector [n]: a norm or a bias. out[i] = scale * small[map[i]], 0 for kZero, random for
+// kRandom; in padding layers (no src) norms are ones and biases random.
 struct VectorSpec {
   std::string name;
   int64_t n = 0;
-  const IndexMap* map = nullptr;    // [n]; null: every entry is `fill`
-  const TensorInfo* src = nullptr;  // null in padding layers
+  const IndexMap* map = nullptr;    // [n]; read only with src
+  const TensorInfo* src = nullptr;  // the small counterpart, null in padding layers
   double scale = 1.0;
-  bool ones = false;  // padding-layer norm
+  bool ones = false;  // a padding layer's norm
 };
 
 class EmbeddingWriter {
