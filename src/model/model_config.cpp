@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cfloat>
 #include <cmath>
 #include <sstream>
 
@@ -11,7 +12,8 @@ namespace {
 int64_t require_int(const Metadata& md, const std::string& key, int64_t lo, int64_t hi) {
   const auto v = md.get_int(key);
   if (!v) STRATA_THROW("missing metadata key '", key, "'");
-  if (*v < lo || *v > hi) STRATA_THROW("metadata '", key, "' = ", *v, " is out of range [", lo, ", ", hi, "]");
+  if (*v < lo || *v > hi)
+    STRATA_THROW("metadata '", key, "' = ", *v, " is out of range [", lo, ", ", hi, "]");
   return *v;
 }
 
@@ -31,7 +33,9 @@ void read_rope(const Metadata& md, const std::string& a, ModelConfig& c) {
   r.style = c.arch == "qwen2" ? RopeStyle::NeoX : RopeStyle::Interleaved;
   r.n_rot = static_cast<int>(optional_int(md, a + ".rope.dimension_count", c.head_dim, 2, c.head_dim));
   if (r.n_rot % 2 != 0) STRATA_THROW("rope dimension count ", r.n_rot, " is odd");
-  r.freq_base = optional_float(md, a + ".rope.freq_base", c.arch == "qwen2" ? 1e6 : 1e4, 1.0, 1e12);
+  // Any finite float >= 1 gives valid frequencies base^(-2i/n_rot) (llama.cpp reads the key as a
+  // float with no range); embedded models (strata synth --from) use bases up to ~1e32.
+  r.freq_base = optional_float(md, a + ".rope.freq_base", c.arch == "qwen2" ? 1e6 : 1e4, 1.0, FLT_MAX);
   const std::string type = md.string_or(a + ".rope.scaling.type", "none");
   if (type == "none" || type.empty()) {
     r.scaling = RopeParams::Scaling::None;
@@ -82,8 +86,10 @@ ModelConfig ModelConfig::from_metadata(const Metadata& md) {
   c.sliding_window = optional_int(md, a + ".attention.sliding_window", 0, 0, int64_t{1} << 24);
   c.qkv_bias = c.arch == "qwen2";
   read_rope(md, a, c);
-  if (const auto v = md.get_int(a + ".vocab_size")) c.n_vocab = *v;
-  else if (const GgufArray* toks = md.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int64_t>(toks->size());
+  if (const auto v = md.get_int(a + ".vocab_size"))
+    c.n_vocab = *v;
+  else if (const GgufArray* toks = md.get_array("tokenizer.ggml.tokens"))
+    c.n_vocab = static_cast<int64_t>(toks->size());
   return c;  // n_vocab is confirmed against token_embd when the weights are bound
 }
 

@@ -14,6 +14,7 @@ const std::vector<SynthPreset>& synth_presets() {
   static const std::vector<SynthPreset> presets = {
       {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 0},
       {"synth-tiny", "llama", 256, 4, 4, 2, 768, 512, 2048, 10000.0f, 0},
+      {"tinyllama-mini", "llama", 512, 6, 8, 4, 512, 2048, 2048, 10000.0f, 0},
       {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 0},
       {"mistral-7b", "mistral", 4096, 32, 32, 8, 14336, 32000, 32768, 10000.0f, 4096},
       {"qwen2-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 0},
@@ -97,12 +98,13 @@ Metadata preset_metadata(const SynthPreset& p, TensorType type) {
   if (p.sliding_window > 0)
     md.set(a + ".attention.sliding_window", GgufValue::of_u32(static_cast<uint32_t>(p.sliding_window)));
   md.set(a + ".vocab_size", GgufValue::of_u32(static_cast<uint32_t>(p.n_vocab)));
-  md.set("general.file_type", GgufValue::of_u32(static_cast<uint32_t>(type)));
+  md.set("general.file_type", GgufValue::of_u32(llama_file_type(type)));
   add_synthetic_vocab(md, p.n_vocab);
   return md;
 }
 
-// Deterministic N(0, sigma) values for row `row` of tensor `tensor`, independent of threading.
+}  // namespace
+
 void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, int64_t row, float sigma) {
   Rng rng(seed ^ (tensor * 0x9e3779b97f4a7c15ULL) ^ (static_cast<uint64_t>(row) * 0xd1b54a32d192ed03ULL));
   for (int64_t i = 0; i < n; i += 2) {
@@ -112,8 +114,6 @@ void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, in
     if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
   }
 }
-
-}  // namespace
 
 void write_synthetic_model(const SynthPreset& p, const SynthOptions& o, const std::string& path,
                            const std::function<void(size_t, size_t)>& progress) {

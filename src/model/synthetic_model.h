@@ -28,6 +28,10 @@ const SynthPreset& find_synth_preset(const std::string& name);
 // tokenizes (byte fallback) and common English merges into multi-letter pieces.
 void add_synthetic_vocab(Metadata& md, int64_t n_vocab);
 
+// Deterministic N(0, sigma) values for row `row` of tensor number `tensor`: [n], the same whatever
+// the threading (each row has its own generator).
+void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, int64_t row, float sigma);
+
 struct SynthOptions {
   TensorType type = TensorType::F16;  // type of every 2-D weight matrix
   uint64_t seed = 42;

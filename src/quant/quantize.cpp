@@ -167,4 +167,61 @@ TensorType fallback_type(TensorType wanted, int64_t row_len) {
   return fits(next) ? next : TensorType::F16;
 }
 
+uint32_t llama_file_type(TensorType t) {
+  switch (t) {
+    case TensorType::F32:
+      return 0;
+    case TensorType::F16:
+      return 1;
+    case TensorType::Q4_0:
+      return 2;
+    case TensorType::Q4_1:
+      return 3;
+    case TensorType::Q8_0:
+      return 7;
+    case TensorType::Q5_0:
+      return 8;
+    case TensorType::Q5_1:
+      return 9;
+    case TensorType::Q2_K:
+      return 10;
+    case TensorType::Q3_K:
+      return 11;
+    case TensorType::Q4_K:
+      return 14;
+    case TensorType::Q5_K:
+      return 16;
+    case TensorType::Q6_K:
+      return 18;
+    case TensorType::IQ2_XXS:
+      return 19;
+    case TensorType::IQ2_XS:
+      return 20;
+    case TensorType::IQ3_XXS:
+      return 23;
+    case TensorType::IQ1_S:
+      return 24;
+    case TensorType::IQ4_NL:
+      return 25;
+    case TensorType::IQ3_S:
+      return 26;
+    case TensorType::IQ2_S:
+      return 28;
+    case TensorType::IQ4_XS:
+      return 30;
+    case TensorType::IQ1_M:
+      return 31;
+    case TensorType::BF16:
+      return 32;
+    case TensorType::TQ1_0:
+      return 36;
+    case TensorType::TQ2_0:
+      return 37;
+    case TensorType::MXFP4:
+      return 38;  // llama.cpp's MXFP4_MOE, the all-MXFP4 file type
+    default:
+      STRATA_THROW("cannot quantize to ", type_name(t));
+  }
+}
+
 }  // namespace strata

@@ -43,4 +43,8 @@ size_t quantize_rows(TensorType type, const float* src, void* dst, int64_t n_row
 // TQ2_0), 32-block types to F16 when nothing fits. Returns `wanted` when it fits.
 TensorType fallback_type(TensorType wanted, int64_t row_len);
 
+// llama.cpp's llama_ftype (general.file_type) of a file whose weight matrices are `t` (K-quants:
+// the _S variant, which is all-TYPE). Throws strata::Error for a type that is not a file type.
+uint32_t llama_file_type(TensorType t);
+
 }  // namespace strata
