@@ -14,7 +14,7 @@
 
 #include "backend/backend.h"
 #include "common/fixtures.h"
-#include "engine/session.h"
+#include "common/direct_session.h"
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
 #include "model/model.h"
@@ -125,7 +125,7 @@ inline std::vector<std::vector<float>> model_logits(const std::string& path,
   auto model = Model::load(path, *backend);
   std::vector<std::vector<float>> out;
   for (const auto& tokens : prompts) {
-    Session session(*model, static_cast<int64_t>(tokens.size()), kv_type);
+    test::DirectSession session(*model, static_cast<int64_t>(tokens.size()), kv_type);
     out.push_back(session.eval(tokens, /*all_logits=*/true));
   }
   return out;
