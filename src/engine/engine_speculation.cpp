@@ -30,17 +30,18 @@ DraftSlot EngineCore::make_slot(Sequence& s, int32_t max_draft) const {
   return slot;
 }
 
-// Times target steps of 1, 2, 4, ... tokens once, on a few blocks borrowed from the pool.
+// Times target steps of 1, 4 and 16 tokens once (after a warm-up), on a few blocks borrowed from
+// the pool; the steps that run later refine the estimate (StepCostModel::observe).
 void EngineCore::calibrate_cost_model() {
   if (cost_calibrated_) return;
-  const int64_t max_n = std::min<int64_t>(64, config_.max_batched_tokens);
+  const int64_t max_n = std::min<int64_t>(16, config_.max_batched_tokens);
   SequenceKv scratch;
   std::vector<BlockCopy> none;
   if (!kv_->reserve(scratch, max_n, 0, none)) return;  // the pool is busy: try again later
   cost_calibrated_ = true;
   std::vector<std::pair<int64_t, double>> samples;
   ForwardBatch b;
-  for (int64_t n = 1; n <= max_n; n *= 2) {
+  for (int64_t n = 1; n <= max_n; n *= 4) {
     for (int rep = 0; rep < (n == 1 ? 2 : 1); ++rep) {  // the first run warms up
       b.clear();
       b.block_tables.push_back(&scratch.blocks);

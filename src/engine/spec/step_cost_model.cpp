@@ -10,7 +10,11 @@ void StepCostModel::set_samples(const std::vector<std::pair<int64_t, double>>& s
   for (const auto& [n, s] : samples)
     if (n > 0 && s > 0.0 && std::isfinite(s)) points_.push_back({n, s});
   std::sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.n < b.n; });
-  // Time never decreases with more tokens (measurement noise can say otherwise).
+  make_monotone();
+}
+
+// Time never decreases with more tokens (measurement noise can say otherwise).
+void StepCostModel::make_monotone() {
   for (size_t i = 1; i < points_.size(); ++i)
     points_[i].seconds = std::max(points_[i].seconds, points_[i - 1].seconds);
 }
@@ -24,10 +28,16 @@ void StepCostModel::observe(int64_t n_tokens, double seconds) {
     const double d = std::fabs(std::log(static_cast<double>(points_[i].n) / static_cast<double>(n_tokens)));
     if (d < best_d) best_d = d, best = i;
   }
-  if (best_d > 0.35) return;  // not close enough to any sample point to say much about it
+  if (best_d > 0.35) {  // a new size class: the batch sizes that really run get their own point
+    points_.push_back({n_tokens, seconds});
+    std::sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.n < b.n; });
+    make_monotone();
+    return;
+  }
   // Moved to the class's size along the model's own curve, then averaged in.
   const double est = seconds - (this->seconds(n_tokens) - points_[best].seconds);
   if (est > 0.0) points_[best].seconds = 0.9 * points_[best].seconds + 0.1 * est;
+  make_monotone();
 }
 
 double StepCostModel::seconds(int64_t n_tokens) const {
