@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 struct StopConditions {
   int32_t max_tokens = 16;                 // generated tokens per choice
   std::vector<std::string> stop_strings;   // matched across token boundaries, never emitted
-  std::vector<int32_t> stop_token_ids;     // extra stop tokens (emitted as text? no: never emitted)
+  std::vector<int32_t> stop_token_ids;     // end the choice like EOS; their text is never emitted
   bool ignore_eos = false;                 // keep going after end-of-generation tokens
 };
 
