@@ -143,11 +143,20 @@ std::pair<double, double> bench_batched(Model& m, int n_seq, int n_prompt, int n
   };
   double pp_tps = 0.0;
   if (n_prompt > 0) {
-    start_batch();
-    for (int s = 0; s < n_seq; ++s)
-      for (int i = 0; i < n_prompt; ++i) batch.add(random_token(), i, s, i + 1 == n_prompt);
+    std::vector<int32_t> prompts(static_cast<size_t>(n_seq) * static_cast<size_t>(n_prompt));
+    for (int32_t& t : prompts) t = random_token();
+    // The prompts run in passes of the engine's default token budget, as a server would.
     const auto t0 = std::chrono::steady_clock::now();
-    m.forward(batch, kv, logits.data());
+    float* out = logits.data();
+    start_batch();
+    for (size_t k = 0; k < prompts.size(); ++k) {
+      const int i = static_cast<int>(k % static_cast<size_t>(n_prompt));
+      batch.add(prompts[k], i, static_cast<int32_t>(k / static_cast<size_t>(n_prompt)), i + 1 == n_prompt);
+      if (batch.n_tokens() < kDefaultMaxBatchedTokens && k + 1 < prompts.size()) continue;
+      m.forward(batch, kv, out);
+      out += static_cast<size_t>(batch.n_outputs()) * static_cast<size_t>(n_vocab);
+      start_batch();
+    }
     pp_tps = static_cast<double>(n_seq) * n_prompt / seconds_since(t0);
     for (int s = 0; s < n_seq; ++s)
       next[static_cast<size_t>(s)] = argmax_row(&logits[static_cast<size_t>(s) * n_vocab], n_vocab);

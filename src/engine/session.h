@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/token_budget.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
 #include "model/model.h"
@@ -14,8 +15,10 @@ namespace strata {
 
 class Session {
  public:
-  // Reserves KV blocks for n_ctx positions (F16 or F32 cache).
-  Session(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
+  // Reserves KV blocks for n_ctx positions (F16 or F32 cache). eval() runs at most
+  // max_batched_tokens tokens per model pass.
+  Session(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16,
+          int32_t max_batched_tokens = kDefaultMaxBatchedTokens);
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_past() const { return n_past_; }
@@ -30,6 +33,7 @@ class Session {
  private:
   Model& model_;
   int64_t n_ctx_;
+  int32_t max_batched_tokens_;
   std::unique_ptr<KvStorage> kv_;
   BlockPool pool_;
   std::vector<BlockId> blocks_;

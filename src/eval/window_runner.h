@@ -23,8 +23,8 @@ TensorType parse_kv_cache_type(std::string_view name);
 
 class WindowRunner {
  public:
-  // Rows handed out per chunk; the model splits its own micro-batches at this size too.
-  static constexpr int64_t kChunkRows = 512;
+  // Rows handed out per chunk: one model pass of the default token budget.
+  static constexpr int64_t kChunkRows = kDefaultMaxBatchedTokens;
 
   // kv_type: the KV cache element type (F16 as llama.cpp's default, or F32).
   WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
