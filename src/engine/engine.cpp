@@ -425,7 +425,12 @@ void Engine::Impl::update_stats() {
   }
   const double waste = allocated > 0 ? static_cast<double>(allocated - filled) / static_cast<double>(allocated) : 0.0;
   m.num_requests_running.set(static_cast<double>(scheduler->n_running()));
-  m.num_requests_waiting.set(static_cast<double>(scheduler->n_waiting()) + static_cast<double>(inbox.size()));
+  size_t n_inbox = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);  // submit() appends from other threads
+    n_inbox = inbox.size();
+  }
+  m.num_requests_waiting.set(static_cast<double>(scheduler->n_waiting()) + static_cast<double>(n_inbox));
   m.kv_cache_usage.set(pool.n_total() ? static_cast<double>(pool.n_used()) / pool.n_total() : 0.0);
   m.kv_cache_waste.set(waste);
   m.kv_blocks_free.set(pool.n_free());
