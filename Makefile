@@ -47,13 +47,13 @@ build-strata: configure
 demo: build-strata
 	$(BUILD)/strata run -m "$(MODEL)" -p "$(PROMPT)" -n 200 --temp 0.8 --seed 42
 
-# ctest, then the line saying which kernel ISA levels this CPU let the tests cover.
+# The line saying which kernel ISA levels this CPU let the tests cover (the last line of a run).
 ISA_LINE = $(1)/tests/test_backend --gtest_filter='IsaCoverage.*' | grep '^ISA levels tested'
 
 test: build $(E2E_STAMP)
 	cd $(BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
-	@$(call ISA_LINE,$(BUILD))
 	$(E2E_RUN)
+	@$(call ISA_LINE,$(BUILD))
 
 # End-to-end tests of `strata serve` with the official openai npm package (Node's test runner);
 # the packages come from tests/e2e/package-lock.json (npm ci), nothing else is downloaded.
@@ -79,8 +79,11 @@ build-tsan: setup
 	  -DSTRATA_SHARED_DIR=$(SHARED)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_engine test_server
 
+# A race report fails its test at once; tests/tsan.supp says what is not reported and why.
+TSAN_RUN_OPTIONS ?= halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)
+
 test-tsan: build-tsan
-	cd $(TSAN_BUILD) && STRATA_SHARED=$(SHARED) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	cd $(TSAN_BUILD) && STRATA_SHARED=$(SHARED) TSAN_OPTIONS="$(TSAN_RUN_OPTIONS)" \
 	  ctest --output-on-failure -j $(JOBS) -L '^(engine|server)$$'
 
 fuzz: setup
