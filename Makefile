@@ -7,6 +7,7 @@ PROMPT   ?= Once upon a time
 JOBS     ?= $(shell nproc)
 BUILD    ?= build/release
 ASAN_BUILD ?= build/asan
+TSAN_BUILD ?= build/tsan
 E2E_DIR  := tests/e2e
 E2E_STAMP := $(E2E_DIR)/node_modules/.installed
 E2E_RUN  = cd $(E2E_DIR) && STRATA_BIN=$(abspath $(BUILD))/strata STRATA_SHARED=$(SHARED) \
@@ -18,7 +19,8 @@ DEB_PACKAGES := build-essential cmake g++ pkg-config libcpp-httplib-dev nlohmann
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup build demo test test-sanitize build-sanitize fuzz format clean test-e2e
+.PHONY: setup configure build build-strata demo test test-sanitize build-sanitize test-tsan build-tsan fuzz \
+        format clean test-e2e
 
 setup:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -32,15 +34,26 @@ setup:
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSTRATA_SHARED_DIR=$(SHARED)
 
-build: setup $(BUILD)/CMakeCache.txt
+configure: setup $(BUILD)/CMakeCache.txt
+
+# Everything: the binary, the test suites and the micro-benchmarks.
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs only the `strata` binary.
+build-strata: configure
+	cmake --build $(BUILD) -j $(JOBS) --target strata
+
+demo: build-strata
 	$(BUILD)/strata run -m "$(MODEL)" -p "$(PROMPT)" -n 200 --temp 0.8 --seed 42
+
+# The line saying which kernel ISA levels this CPU let the tests cover (the last line of a run).
+ISA_LINE = $(1)/tests/test_backend --gtest_filter='IsaCoverage.*' | grep '^ISA levels tested'
 
 test: build $(E2E_STAMP)
 	cd $(BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
 	$(E2E_RUN)
+	@$(call ISA_LINE,$(BUILD))
 
 # End-to-end tests of `strata serve` with the official openai npm package (Node's test runner);
 # the packages come from tests/e2e/package-lock.json (npm ci), nothing else is downloaded.
@@ -58,6 +71,20 @@ build-sanitize: setup
 
 test-sanitize: build-sanitize
 	cd $(ASAN_BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
+	@$(call ISA_LINE,$(ASAN_BUILD))
+
+# ThreadSanitizer over the multi-threaded layers: the engine's step loop and the HTTP server.
+build-tsan: setup
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_TSAN=ON \
+	  -DSTRATA_SHARED_DIR=$(SHARED)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_engine test_server
+
+# A race report fails its test at once; tests/tsan.supp says what is not reported and why.
+TSAN_RUN_OPTIONS ?= halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)
+
+test-tsan: build-tsan
+	cd $(TSAN_BUILD) && STRATA_SHARED=$(SHARED) TSAN_OPTIONS="$(TSAN_RUN_OPTIONS)" \
+	  ctest --output-on-failure -j $(JOBS) -L '^(engine|server)$$'
 
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

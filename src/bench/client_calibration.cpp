@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench/arrivals.h"
 #include "bench/fake_server.h"
 #include "bench/openai_stream.h"
 
@@ -80,6 +81,46 @@ void print_calibration(std::ostream& out, const std::vector<CalibrationRow>& row
   out << "(ms unless noted; itl_set/ttft_set are the server's true spacing; read_us is the client's\n"
          " wall time per socket read: a timestamp of another stream is late by about that much;\n"
          " cpu_us is the client thread's CPU time per content chunk, independent of other load)\n";
+}
+
+SendScheduleRow calibrate_send_schedule(double rate, int64_t requests) {
+  FakeOpenAiServer server([](const std::string&, const nlohmann::json&) {
+    FakeResponse r;
+    r.n_tokens = 1;
+    return r;
+  });
+  LoadOptions options;
+  options.target = parse_http_url(server.url());
+  options.path = endpoint_path(EndpointKind::kCompletions);
+  options.timeout_s = 120.0;
+  GenerationOptions gen;
+  gen.model = "fake-model";
+  const std::string body = build_request_body(BenchRequest{"the of and to in", 5, 1}, gen);
+  const std::vector<double> offsets = arrival_offsets(requests, rate, 1.0, 123);
+  std::vector<LoadRequest> load;
+  for (double at : offsets) load.push_back(LoadRequest{body, 5, at});
+  const LoadResult result = run_load(load, options);
+  SendScheduleRow row;
+  row.rate = rate;
+  row.requests = requests;
+  std::vector<double> late, gap_error;
+  for (const RequestRecord& r : result.records) late.push_back((r.sent_s - r.scheduled_s) * 1e3);
+  const std::vector<double> received = server.receipt_times();
+  for (size_t i = 1; i < received.size() && i < offsets.size(); ++i)
+    gap_error.push_back(std::abs((received[i] - received[i - 1]) - (offsets[i] - offsets[i - 1])) * 1e3);
+  row.lateness_ms = summarize(late);
+  row.gap_error_ms = summarize(gap_error);
+  return row;
+}
+
+void print_send_schedule(std::ostream& out, const SendScheduleRow& row) {
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "Send schedule: %lld requests at %.0f req/s (Poisson): lateness p50 %.3f ms, p99 %.3f ms, "
+                "max %.3f ms; |server gap - scheduled gap| p50 %.3f ms, p99 %.3f ms\n",
+                static_cast<long long>(row.requests), row.rate, row.lateness_ms.median, row.lateness_ms.p99,
+                row.lateness_ms.max, row.gap_error_ms.median, row.gap_error_ms.p99);
+  out << buf;
 }
 
 }  // namespace strata::bench

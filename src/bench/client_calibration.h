@@ -30,4 +30,15 @@ struct CalibrationRow {
 std::vector<CalibrationRow> calibrate_client(const std::vector<int64_t>& levels, int64_t tokens_per_request);
 void print_calibration(std::ostream& out, const std::vector<CalibrationRow>& rows);
 
+// How well requests leave on schedule: n one-token requests at Poisson arrivals of `rate` per
+// second against the fake server.
+struct SendScheduleRow {
+  double rate = 0.0;
+  int64_t requests = 0;
+  Distribution lateness_ms;   // actual send - scheduled send
+  Distribution gap_error_ms;  // |gap between receipts at the server - scheduled gap|
+};
+SendScheduleRow calibrate_send_schedule(double rate, int64_t requests);
+void print_send_schedule(std::ostream& out, const SendScheduleRow& row);
+
 }  // namespace strata::bench

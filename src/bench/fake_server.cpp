@@ -175,7 +175,7 @@ FakeOpenAiServer::~FakeOpenAiServer() {
 
 std::vector<FakeOpenAiServer::SentStream> FakeOpenAiServer::sent_streams() const {
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return active_.load() == 0; });
+  idle_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return active_.load() == 0; });
   return sent_;
 }
 
@@ -236,10 +236,7 @@ void FakeOpenAiServer::serve(int fd) {
         std::lock_guard<std::mutex> lock(mutex_);
         receipts_.push_back(received_s);
       }
-      const int64_t now_active = ++active_;
-      int64_t peak = peak_active_.load();
-      while (now_active > peak && !peak_active_.compare_exchange_weak(peak, now_active)) {
-      }
+      ++active_;
       try {
         stream(fd, path, request, received_s);
       } catch (const std::exception&) {
@@ -323,8 +320,8 @@ void FakeOpenAiServer::stream(int fd, const std::string& path, const json& reque
     const double t = !r.token_times_s.empty() ? r.token_times_s[static_cast<size_t>(i)]
                                               : r.ttft_s + static_cast<double>(i) * r.itl_s;
     if (!sleep_until(received_s + t)) return;
+    log.token_write_s.push_back(now_s());
     if (!send_event(data_event(chunk_json(chat, kWords[i % 8], nullptr)))) return;
-    log.token_sent_s.push_back(now_s());
   }
   switch (r.fault) {
     case FakeResponse::Fault::kErrorEvent:

@@ -59,20 +59,19 @@ class FakeOpenAiServer {
   std::chrono::steady_clock::time_point start_time() const { return start_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  // Seconds since the server started at which each generation request had been read, in
-  // arrival order.
+  // Seconds since the server started at which each generation request had been read, sorted.
   std::vector<double> receipt_times() const;
-  // Most generation requests being answered at the same time.
-  int64_t peak_active() const { return peak_active_.load(); }
 
   // What the server actually did for one generation request (times in seconds since the
   // server started): the ground truth a client's measurements are compared with.
   struct SentStream {
     std::string prompt;  // the prompt, or the first message's content
-    double received_s = 0.0;
-    std::vector<double> token_sent_s;  // when each content chunk was written
+    double received_s = 0.0;  // the whole request had been read
+    // When the write of each content chunk began (stamped before send()): a client cannot have
+    // read a chunk earlier, and the server never starts one before its scheduled time.
+    std::vector<double> token_write_s;
   };
-  // Waits (up to 5 s) until no generation request is being answered: a client can see the end of
+  // Waits (up to 60 s) until no generation request is being answered: a client can see the end of
   // a stream before the server's handler has returned and logged it.
   std::vector<SentStream> sent_streams() const;
 
@@ -90,7 +89,7 @@ class FakeOpenAiServer {
   uint16_t port_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> active_{0}, peak_active_{0};
+  std::atomic<int64_t> active_{0};
   mutable std::mutex mutex_;
   std::condition_variable stop_cv_;
   mutable std::condition_variable idle_cv_;  // notified when active_ drops

@@ -62,6 +62,7 @@ void run_calibration(const ServeArgs& args) {
   if (!args.sweep.empty()) levels = bench::parse_concurrency_list(args.sweep);
   const auto rows = bench::calibrate_client(levels, 200);
   bench::print_calibration(std::cout, rows);
+  bench::print_send_schedule(std::cout, bench::calibrate_send_schedule(100.0, 200));
 }
 
 void run_serve(ServeArgs& args, CLI::App& cmd) {

@@ -21,6 +21,7 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/spec/spec_config.h"
+#include "engine/token_budget.h"
 #include "model/model.h"
 
 namespace strata {
@@ -31,10 +32,10 @@ struct EngineConfig {
   int64_t kv_cache_tokens = 0;      // > 0: a pool of exactly this many tokens (offline tools)
   double kv_cache_fraction = 0.25;  // of MemAvailable, when kv_cache_bytes is 0
   TensorType kv_type = TensorType::F16;
-  int32_t max_batched_tokens = 512;  // token budget of one step
-  int32_t max_num_seqs = 64;         // sequences in one step
-  int32_t max_queue = 1024;          // waiting requests beyond this are refused (429)
-  int64_t max_model_len = 0;         // prompt + output limit; 0: the model's training context
+  int32_t max_batched_tokens = kDefaultMaxBatchedTokens;  // token budget of one step
+  int32_t max_num_seqs = 64;                              // sequences in one step
+  int32_t max_queue = 1024;                               // waiting requests beyond this are refused (429)
+  int64_t max_model_len = 0;  // prompt + output limit; 0: the model's training context
   bool prefix_caching = true;
   bool static_batching = false;  // request-level batching baseline (benchmarks only)
   std::string model_name;        // extra key of the prefix-cache hash

@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "engine/sequence.h"
+#include "engine/token_budget.h"
 #include "kv/kv_cache_manager.h"
 
 namespace strata {
 
 struct SchedulerConfig {
-  int32_t max_batched_tokens = 512;
+  int32_t max_batched_tokens = kDefaultMaxBatchedTokens;
   int32_t max_num_seqs = 64;
   bool static_batching = false;  // admit only when nothing runs (request-level batching baseline)
 };

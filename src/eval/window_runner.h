@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/token_budget.h"
 #include "eval/eval_windows.h"
 #include "model/model.h"
 
@@ -26,8 +27,8 @@ TensorType parse_kv_cache_type(std::string_view name);
 // prompt logits from the first scored row, nothing generated.
 class WindowRunner {
  public:
-  // Rows handed out per chunk at most: the engine's token budget per step.
-  static constexpr int64_t kChunkRows = 512;
+  // Rows handed out per chunk: one model pass of the default token budget.
+  static constexpr int64_t kChunkRows = kDefaultMaxBatchedTokens;
 
   // kv_type: the KV cache element type (F16 as llama.cpp's default, or F32).
   WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);

@@ -110,12 +110,4 @@ bool BlockPool::publish(BlockId block, const BlockHash& hash) {
   return true;
 }
 
-void BlockPool::clear_cache() {
-  while (lru_head_ >= 0) {
-    const BlockId b = lru_head_;
-    evict(b);
-    free_list_.push_back(b);
-  }
-}
-
 }  // namespace strata

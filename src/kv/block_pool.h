@@ -55,9 +55,6 @@ class BlockPool {
   // Publishes a full block in use under `hash`. Returns false (nothing changes) when another
   // block already holds that hash, or this block is already published.
   bool publish(BlockId block, const BlockHash& hash);
-  bool is_published(BlockId block) const { return hashes_[static_cast<size_t>(block)].has_value(); }
-  // Drops every cached-free block from the cache (they become plain free).
-  void clear_cache();
 
  private:
   void lru_push_back(BlockId b);

@@ -26,8 +26,8 @@ class KvStorage {
   KvStorage(Backend& backend, const KvGeometry& geometry, int32_t n_blocks);
 
   const KvGeometry& geometry() const { return geometry_; }
-  int32_t n_blocks() const { return n_blocks_; }
   int32_t block_size() const { return geometry_.block_size; }
+  int32_t n_blocks() const { return n_blocks_; }
   const KvLayerView& layer(int32_t il) const { return layers_[static_cast<size_t>(il)]; }
   size_t bytes() const;
 

@@ -19,7 +19,7 @@ struct Model::Layer {
   std::unique_ptr<BackendMatrix> w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
-// Activations of one micro-batch of up to `cap` tokens.
+// Activations of one batch of up to `cap` tokens.
 struct Model::Scratch {
   int64_t cap = 0;
   std::unique_ptr<BackendBuffer> x, h, q, k, v, attn, o, gate, up;
@@ -86,7 +86,6 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<ModelFile> file, Backend& bac
   m->config_ = ModelConfig::from_metadata(m->file_->metadata());
   m->tokenizer_ = Tokenizer::from_metadata(m->file_->metadata());
   m->bind_weights();
-  STRATA_CHECK(options.max_batch_tokens > 0);
   return m;
 }
 
@@ -167,29 +166,12 @@ size_t Model::weight_bytes() const {
   return total;
 }
 
-void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logits) {
-  const int64_t n = batch.n_tokens();
-  STRATA_CHECK(batch.pos.size() == static_cast<size_t>(n) && batch.seq.size() == static_cast<size_t>(n) &&
-               batch.want_logits.size() == static_cast<size_t>(n));
-  STRATA_CHECK(kv.geometry().n_layer == config_.n_layer && kv.geometry().n_head_kv == config_.n_head_kv &&
-                   kv.geometry().head_dim == config_.head_dim,
-               "KV storage does not match the model");
-  const int64_t step = options_.max_batch_tokens;
-  for (int64_t begin = 0; begin < n; begin += step) {
-    const int64_t end = std::min(n, begin + step);
-    forward_micro_batch(batch, begin, end, kv, logits);
-    for (int64_t t = begin; t < end; ++t)
-      if (batch.want_logits[static_cast<size_t>(t)]) logits += config_.n_vocab;
-  }
-}
-
-void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_t end, const KvStorage& kv,
-                                float* logits) {
+// Activations for n tokens; grown (never shrunk) to the largest batch run so far.
+Model::Scratch& Model::scratch_for(int64_t n) {
   const ModelConfig& c = config_;
-  const int64_t n = end - begin;
   if (!scratch_ || scratch_->cap < n) {
     auto s = std::make_unique<Scratch>();
-    s->cap = std::max<int64_t>(n, scratch_ ? scratch_->cap : 0);
+    s->cap = n;
     auto buf = [&](int64_t width) {
       return backend_.alloc(static_cast<size_t>(s->cap * width) * sizeof(float));
     };
@@ -205,12 +187,24 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
     s->slots.resize(static_cast<size_t>(s->cap));
     scratch_ = std::move(s);
   }
-  Scratch& s = *scratch_;
+  return *scratch_;
+}
+
+void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logits) {
+  const int64_t n = batch.n_tokens();
+  STRATA_CHECK(batch.pos.size() == static_cast<size_t>(n) && batch.seq.size() == static_cast<size_t>(n) &&
+               batch.want_logits.size() == static_cast<size_t>(n));
+  STRATA_CHECK(kv.geometry().n_layer == config_.n_layer && kv.geometry().n_head_kv == config_.n_head_kv &&
+                   kv.geometry().head_dim == config_.head_dim,
+               "KV storage does not match the model");
+  if (n == 0) return;
+  const ModelConfig& c = config_;
+  Scratch& s = scratch_for(n);
 
   AttentionBatch ab;
   ab.n_tokens = n;
-  ab.pos = batch.pos.data() + begin;
-  ab.seq = batch.seq.data() + begin;
+  ab.pos = batch.pos.data();
+  ab.seq = batch.seq.data();
   ab.slot = s.slots.data();
   const int32_t bs = kv.block_size();
   for (const auto* table : batch.block_tables) {
@@ -222,14 +216,14 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
     const int32_t p = ab.pos[t], sq = ab.seq[t];
     STRATA_CHECK(sq >= 0 && static_cast<size_t>(sq) < batch.block_tables.size(), "bad sequence index");
     STRATA_CHECK(p >= 0 && p / bs < ab.n_blocks[static_cast<size_t>(sq)], "position ", p, " has no KV block");
-    const int32_t tok = batch.tokens[static_cast<size_t>(begin + t)];
+    const int32_t tok = batch.tokens[static_cast<size_t>(t)];
     STRATA_CHECK(tok >= 0 && tok < c.n_vocab, "token id ", tok, " out of range");
     s.slots[static_cast<size_t>(t)] =
         static_cast<int64_t>(ab.block_tables[static_cast<size_t>(sq)][p / bs]) * bs + p % bs;
   }
 
   float* x = static_cast<float*>(s.x->data());
-  timed(OpProfile::Embed, [&] { backend_.get_rows(*token_embd_, batch.tokens.data() + begin, n, x); });
+  timed(OpProfile::Embed, [&] { backend_.get_rows(*token_embd_, batch.tokens.data(), n, x); });
   STRATA_CHECK(!batch.skip_layers || batch.skip_layers->size() == static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (batch.skip_layers && (*batch.skip_layers)[static_cast<size_t>(il)]) continue;
@@ -240,7 +234,7 @@ void Model::forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_
   float* h = static_cast<float*>(s.h->data());
   int64_t n_out = 0;
   for (int64_t t = 0; t < n; ++t) {
-    if (!batch.want_logits[static_cast<size_t>(begin + t)]) continue;
+    if (!batch.want_logits[static_cast<size_t>(t)]) continue;
     if (n_out != t)
       std::memcpy(x + n_out * c.n_embd, x + t * c.n_embd, static_cast<size_t>(c.n_embd) * sizeof(float));
     ++n_out;

@@ -23,8 +23,7 @@ struct OpProfile {
 };
 
 struct ModelLoadOptions {
-  std::string tokenizer_path;      // llama2.c tokenizer .bin for a .bin checkpoint
-  int64_t max_batch_tokens = 512;  // micro-batch size: larger batches are run in pieces
+  std::string tokenizer_path;  // llama2.c tokenizer .bin for a .bin checkpoint
 };
 
 class Model {
@@ -47,8 +46,10 @@ class Model {
   // Bytes of weights read per decoded token (all matrices once).
   size_t weight_bytes() const;
 
-  // Runs the batch, writing K/V of every token into `kv` and the logits of the tokens with
-  // want_logits, in batch order, to logits: [batch.n_outputs(), n_vocab].
+  // Runs the batch as one pass, writing K/V of every token into `kv` and the logits of the tokens
+  // with want_logits, in batch order, to logits: [batch.n_outputs(), n_vocab]. The scratch grows
+  // to the largest batch seen (about 4 * (5 * n_embd + 2 * n_embd_kv + 2 * n_ff) bytes per token),
+  // so the caller bounds the batch: the engine by its token budget (drafters by their draft length).
   void forward(const ForwardBatch& batch, const KvStorage& kv, float* logits);
 
   // Times every op of forward() by category (costs a clock read per op).
@@ -61,8 +62,7 @@ class Model {
   struct Scratch;
   Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options);
   void bind_weights();
-  void forward_micro_batch(const ForwardBatch& batch, int64_t begin, int64_t end, const KvStorage& kv,
-                           float* logits);
+  Scratch& scratch_for(int64_t n_tokens);
   void run_layer(const Layer& layer, int64_t n, const KvLayerView& kv, const AttentionBatch& ab);
 
   std::unique_ptr<ModelFile> file_;

@@ -34,8 +34,10 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_metadata(const Metadata& md);
 
   // add_special: add BOS/EOS as the vocabulary says (tokenizer.ggml.add_bos_token, ...).
-  // parse_special: recognise control/user-defined token texts (e.g. "<|im_start|>") in `text`.
-  // User-defined tokens are recognised even without it, as in llama.cpp and Hugging Face.
+  // parse_special: recognise control/unknown/user-defined token texts (e.g. "<|im_start|>") in
+  // `text`. User-defined tokens are recognised even without it, as in llama.cpp and Hugging Face;
+  // tokens llama.cpp knows by their text as end-of-turn/generation or fill-in-the-middle markers
+  // count as control whatever the file says (special_token_rules.h).
   // Token ids match llama.cpp's llama_tokenize for GGUF vocabularies. Invalid UTF-8 is accepted
   // (SPM keeps the bytes as byte tokens; byte-level BPE sees U+FFFD, as llama.cpp does).
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const = 0;

@@ -1,12 +1,9 @@
 #include "tokenizer/vocab.h"
 
-#include <algorithm>
-#include <cctype>
-#include <set>
-
 #include "core/check.h"
 #include "core/log.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/special_token_rules.h"
 
 namespace strata {
 namespace {
@@ -94,52 +91,6 @@ void read_special_id(const Metadata& md, std::string_view key, size_t n_vocab, T
   id = static_cast<TokenId>(*v);
 }
 
-bool is_one_of(std::string_view s, std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), s) != list.end();
-}
-
-// llama.cpp recognises end-of-turn and end-of-generation tokens by their text; those tokens are
-// also treated as control tokens.
-void detect_eog(VocabData& v) {
-  std::set<TokenId> eog;
-  for (size_t i = 0; i < v.tokens.size(); ++i) {
-    const std::string& t = v.tokens[i].text;
-    const auto id = static_cast<TokenId>(i);
-    if (v.eot < 0 &&
-        is_one_of(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                      "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>"})) {
-      v.eot = id;
-      v.tokens[i].kind = TokenKind::Control;
-    }
-    if (v.eom < 0 && t == "<|eom_id|>") {
-      v.eom = id;
-      v.tokens[i].kind = TokenKind::Control;
-    }
-    if (is_one_of(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-                      "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"})) {
-      eog.insert(id);
-      v.tokens[i].kind = TokenKind::Control;
-    }
-  }
-  for (TokenId id : {v.eos, v.eot, v.eom})
-    if (id >= 0) eog.insert(id);
-  v.eog.assign(eog.begin(), eog.end());
-}
-
-// Phi-3's special tokens swallow the whitespace that follows them (llama.cpp sets this from
-// the model name, since GGUF has no per-token attributes).
-void apply_model_attributes(VocabData& v) {
-  std::string name = v.general_name;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return;
-  for (VocabToken& t : v.tokens) {
-    const bool special =
-        t.kind == TokenKind::Control || t.kind == TokenKind::UserDefined || t.kind == TokenKind::Unknown;
-    if (special || t.text == "</s>") t.rstrip = true;
-    if (t.text == "<unk>" || t.text == "<s>" || t.text == "<|endoftext|>") t.rstrip = false;
-  }
-}
-
 }  // namespace
 
 VocabData read_vocab(const Metadata& md) {
@@ -179,6 +130,15 @@ VocabData read_vocab(const Metadata& md) {
   read_special_id(md, "tokenizer.ggml.eom_token_id", n, v.eom);
   read_special_id(md, "tokenizer.ggml.unknown_token_id", n, v.unk);
   read_special_id(md, "tokenizer.ggml.padding_token_id", n, v.pad);
+  read_special_id(md, "tokenizer.ggml.fim_pre_token_id", n, v.fim_pre);
+  read_special_id(md, "tokenizer.ggml.fim_suf_token_id", n, v.fim_suf);
+  read_special_id(md, "tokenizer.ggml.fim_mid_token_id", n, v.fim_mid);
+  read_special_id(md, "tokenizer.ggml.fim_pad_token_id", n, v.fim_pad);
+  read_special_id(md, "tokenizer.ggml.fim_rep_token_id", n, v.fim_rep);
+  read_special_id(md, "tokenizer.ggml.fim_sep_token_id", n, v.fim_sep);
+  read_special_id(md, "tokenizer.ggml.prefix_token_id", n, v.fim_pre);  // deprecated names, read
+  read_special_id(md, "tokenizer.ggml.suffix_token_id", n, v.fim_suf);  // last as llama.cpp does
+  read_special_id(md, "tokenizer.ggml.middle_token_id", n, v.fim_mid);
   v.add_bos = md.bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = md.bool_or("tokenizer.ggml.add_eos_token", v.add_eos);
   v.add_space_prefix = md.bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
@@ -193,7 +153,7 @@ VocabData read_vocab(const Metadata& md) {
     v.add_eos = false;
   }
 
-  detect_eog(v);
+  apply_special_token_rules(v);
   apply_model_attributes(v);
   return v;
 }

@@ -32,6 +32,8 @@ struct VocabData {
   std::vector<VocabToken> tokens;
   std::vector<std::string> merges;  // "left right", in rank order
   TokenId bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
+  // Fill-in-the-middle: prefix, suffix, middle, pad, repository name, file separator.
+  TokenId fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;
@@ -42,8 +44,8 @@ struct VocabData {
 };
 
 // Reads and validates tokenizer.ggml.* (and tokenizer.chat_template, general.name). Applies
-// the defaults of the model type (SPM: BOS 1, EOS 2, UNK 0, add BOS, add a space prefix),
-// detects EOT/EOG tokens by text and the Phi-3 strip attributes as llama.cpp does.
+// the defaults of the model type (SPM: BOS 1, EOS 2, UNK 0, add BOS, add a space prefix) and
+// llama.cpp's corrections of token types and attributes (special_token_rules.h).
 // Throws strata::Error on a malformed or unsupported vocabulary.
 VocabData read_vocab(const Metadata& md);
 

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,22 +16,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The binary under test; STRATA_BENCH_TEST_BINARY overrides it (to test this command in a
-// build whose parent `bench` command is not there yet).
+// The binary under test (built before the tests: test_bench depends on it).
 std::string strata_cli() {
-  const char* env = std::getenv("STRATA_BENCH_TEST_BINARY");
-  return env && *env ? env : test::strata_binary();
+  return test::strata_binary();
 }
 
 class CliBenchServe : public ::testing::Test {
  protected:
   void SetUp() override {
-    // The parent `bench` command belongs to another part of the tree; without it there is
-    // no `bench serve` to test through the binary (the library is tested directly elsewhere).
-    if (!fs::exists(strata_cli())) GTEST_SKIP() << strata_cli() << " is not built";
-    const auto help = test::run_command({strata_cli(), "bench", "serve", "--help"});
-    if (help.out.find("--sweep-concurrency") == std::string::npos)
-      GTEST_SKIP() << "`strata bench serve` is not registered in this binary";
+    ASSERT_TRUE(fs::exists(strata_cli())) << strata_cli() << " is not built";
     dir_ = fs::temp_directory_path() / ("strata_cli_bench_" + std::to_string(getpid()));
     fs::create_directories(dir_);
   }
@@ -145,6 +137,7 @@ TEST_F(CliBenchServe, CalibrationReportsTheClientsError) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("itl_set"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("asap"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Send schedule: 200 requests at 100 req/s"), std::string::npos) << r.out;
 }
 
 TEST_F(CliBenchServe, ProgressBarOnlyOnATerminal) {

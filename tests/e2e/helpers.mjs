@@ -25,7 +25,7 @@ export async function references() {
 
 // Spawns `strata serve -m MODEL --port 0 ...args` (stories260K by default) and resolves once it
 // is ready. Returns {url, baseURL, proc, stderr(), exited, stop()}.
-export function startServer(args = [], { timeoutMs = 30000, model = MODEL } = {}) {
+export function startServer(args = [], { timeoutMs = 120000, model = MODEL } = {}) {
   const proc = spawn(STRATA_BIN, ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0', '--threads', '1', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -79,8 +79,9 @@ export function curl(args) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Polls `pred` (async) every 10 ms for up to `ms`.
-export async function eventually(pred, ms = 10000) {
+// Polls `pred` (async) every 10 ms for up to `ms`: a bound on waiting for something that must
+// happen, generous enough for a loaded machine (never a speed requirement).
+export async function eventually(pred, ms = 120000) {
   const deadline = Date.now() + ms;
   for (;;) {
     if (await pred()) return true;

@@ -88,7 +88,7 @@ test('killing half of 32 streams frees their blocks and leaves the others unchan
     const aborted = await eventually(async () => {
       snapshot = (await getJson(server, '/debug/stats')).body;
       return snapshot.running <= 16 && (await metric(server, 'strata:request_aborted_total')) === 16;
-    }, 5000);
+    });
     assert.ok(aborted, JSON.stringify(snapshot));
     t.diagnostic(`${Date.now() - killedAt} ms after the kills: ${snapshot.running} running, ${snapshot.kv_blocks_used} blocks in use; ` +
       `the victims' prompts alone held ${16 * blocks(tok.count)}`);

@@ -66,7 +66,7 @@ LiveServer::~LiveServer() {
 
 httplib::Client LiveServer::client(const std::string& api_key) const {
   httplib::Client c("127.0.0.1", port());
-  c.set_read_timeout(30, 0);
+  c.set_read_timeout(300, 0);  // a wait, not a speed requirement: sanitizers and load are slow
   const std::string key = api_key.empty() ? api_key_ : api_key;
   if (!key.empty()) c.set_bearer_token_auth(key.c_str());
   return c;

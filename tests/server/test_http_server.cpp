@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <regex>
 #include <sstream>
@@ -80,9 +81,10 @@ class RawConnection {
   bool ok_ = false;
 };
 
-// Polls `pred` for up to `seconds`.
+// Polls `pred` until it holds, for up to `seconds`: a bound on waiting for something that must
+// happen, generous enough for a loaded or sanitized build.
 template <typename Pred>
-bool eventually(Pred pred, double seconds = 10.0) {
+bool eventually(Pred pred, double seconds = 120.0) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;
@@ -107,10 +109,12 @@ TEST(HttpServer, HealthReportsAnEngineStepRunningTooLong) {
   o.engine_stall_timeout = std::chrono::milliseconds(0);  // any step in progress counts as stuck
   LiveServer s(o);
   EXPECT_EQ(s.client().Get("/health")->status, 200);  // idle: no step running
-  // A long generation keeps the loop inside a step most of the time.
+  // Generations keep the loop inside a step most of the time, until a probe lands in one.
+  std::atomic<bool> seen{false};
   std::thread load([&] {
-    s.post("/v1/completions",
-           {{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"n", 4}, {"ignore_eos", true}});
+    while (!seen)
+      s.post("/v1/completions",
+             {{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"n", 4}, {"ignore_eos", true}});
   });
   std::string body;
   EXPECT_TRUE(eventually([&] {
@@ -118,6 +122,7 @@ TEST(HttpServer, HealthReportsAnEngineStepRunningTooLong) {
     body = res ? res->body : "";
     return res && res->status == 503;
   }));
+  seen = true;
   EXPECT_NE(body.find("not responding"), std::string::npos) << body;
   load.join();
   EXPECT_TRUE(eventually([&] { return s.client().Get("/health")->status == 200; }));
@@ -416,15 +421,15 @@ TEST(HttpServer, ClientThatStopsReadingDoesNotHoldUpOthers) {
                      {"stream", true},
                      {"logprobs", 5}};
   stalled.post("/v1/completions", slow.dump());  // and never reads the answer
-  const auto start = std::chrono::steady_clock::now();
+  // Were the engine waiting for the stalled stream, these would never finish (it is never read
+  // until the test ends).
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(
         completion(
             s, {{"prompt", "The little dog"}, {"max_tokens", 64}, {"temperature", 0}})["choices"][0]["text"],
         stories_references()[1].greedy_text);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   // The stalled stream was generated in full all the same: the engine never waited for it.
-  EXPECT_TRUE(eventually([&] { return s.metric("strata:generation_tokens_total") >= 3 * 64 + 490; }, 20));
+  EXPECT_TRUE(eventually([&] { return s.metric("strata:generation_tokens_total") >= 3 * 64 + 490; }));
 }
 
 }  // namespace

@@ -14,9 +14,8 @@ struct Entry {
   std::array<Getter, 3> by_isa;  // indexed by IsaLevel: scalar, avx2, avx512 (nullptr: none)
 };
 
-// One line per weight type. A missing level falls back to the best lower one.
-// K-quant lines are added by their kernel files' author, e.g.
-//   {TensorType::Q4_K, {q4_k_kernels_scalar, q4_k_kernels_avx2, q4_k_kernels_avx512}},
+// One line per weight type; nullptr for a level without kernels, which falls back to the best
+// lower one.
 const Entry kEntries[] = {
     {TensorType::F32, {f32_kernels_scalar, f32_kernels_avx2, f32_kernels_avx512}},
     {TensorType::F16, {f16_kernels_scalar, f16_kernels_avx2, f16_kernels_avx512}},

@@ -14,7 +14,7 @@
 //     The getter must only return a constant-initialised object (`static constexpr TypeKernels`):
 //     the registry never calls a getter of an ISA level the CPU lacks, but the getter's own code
 //     is compiled for that ISA.
-//  2. All getters are declared in kernel_decls.h (every storage type's lines are already there).
+//  2. All getters are declared in kernel_decls.h.
 //  3. kernel_registry.cpp lists, per weight type, the getters that exist (nullptr for a missing
 //     level). type_kernels() returns the best listed level <= the requested one, so a type with
 //     only a scalar and an AVX2 implementation runs its AVX2 kernels on an AVX-512 machine.
@@ -22,7 +22,7 @@
 // The activation quantizers (from_float) shared by several types are declared in kernel_decls.h
 // as quantize_row_<type>_<isa>() so other kernel files can reuse them.
 //
-// BATCH INVARIANCE (required by the serving engine, added by the lead engineer): at a given ISA
+// BATCH INVARIANCE (required by the serving engine): at a given ISA
 // level, y[t, o] of matmul() must be BITWISE identical whatever n_tokens is, wherever token t
 // sits in the batch, whichever tile shape / GEMV-or-GEMM path / repacked layout computes it, and
 // however many threads run. The engine's determinism guarantee (a greedy request gives the same
