@@ -37,6 +37,9 @@ KvGeometry Model::kv_geometry(TensorType kv_type, int32_t block_size) const {
   g.n_layer = static_cast<int32_t>(config_.n_layer);
   g.n_head_kv = static_cast<int32_t>(config_.n_head_kv);
   g.head_dim = static_cast<int32_t>(config_.head_dim);
+  g.head_dim_v = static_cast<int32_t>(config_.head_dim_v);
+  // MLA: the cached latent row is both the key and (its first kv_lora_rank values) the value.
+  g.v_in_k = config_.info->mla;
   g.block_size = block_size;
   g.type = kv_type;
   return g;
