@@ -224,8 +224,8 @@ TEST_P(MatmulStackTest, EveryRowIsItsMatrixTimesItsInput) {
         const float* yr = y.data() + tk * yl.token_stride + s * yl.slot_stride;
         // Exactly what a plain matmul of that matrix gives the row alone (kernels are batch
         // invariant, so grouping must not change a bit) ...
-        auto single = cpu::pack_matrix(c.type, c.n_in, c.n_out,
-                                       w.data() + mat_bytes * static_cast<size_t>(id), cpu::PackLayout::Rows);
+        auto single =
+            cpu::pack_matrix(c.type, c.n_in, c.n_out, w.data() + mat_bytes * static_cast<size_t>(id));
         std::vector<float> want(static_cast<size_t>(c.n_out));
         cpu::matmul(pool, *single, xr, want.data(), 1);
         // ... and close to the exact product of the dequantized weights.
