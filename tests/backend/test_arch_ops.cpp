@@ -406,5 +406,24 @@ TEST(Rope, YarnLongRopeAndAttnFactor) {
     }
 }
 
+TEST(Rope, CachedTablesFollowTheFactorValuesNotTheirAddress) {
+  // A model unloaded and another loaded on the same backend may reuse the factors' memory.
+  auto backend = make_cpu_backend(1);
+  std::vector<float> factors(8, 1.0f);
+  RopeParams p;
+  p.n_rot = 16;
+  p.freq_factors = factors.data();
+  const std::vector<int32_t> pos = {5};
+  const auto x0 = randn(16, 51);
+  auto a = x0;
+  backend->rope(a.data(), pos.data(), 1, 1, 16, p);
+  std::fill(factors.begin(), factors.end(), 4.0f);
+  auto b = x0;
+  backend->rope(b.data(), pos.data(), 1, 1, 16, p);
+  const double angle = 5.0 / 4.0;  // pair 0: base^0 = 1, divided by the new factor
+  EXPECT_NEAR(b[0], x0[0] * std::cos(angle) - x0[1] * std::sin(angle), 1e-5);
+  EXPECT_NE(a[0], b[0]);
+}
+
 }  // namespace
 }  // namespace strata

@@ -8,14 +8,15 @@
 namespace strata::cpu {
 namespace {
 
-bool same_params(const RopeParams& a, const RopeParams& b) {
+bool same_params(const RopeParams& a, const std::vector<float>& a_factors, const RopeParams& b) {
+  if (a.n_rot != b.n_rot || (a.freq_factors != nullptr) != (b.freq_factors != nullptr)) return false;
+  if (b.freq_factors && !std::equal(a_factors.begin(), a_factors.end(), b.freq_factors)) return false;
   return a.style == b.style && a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.scaling == b.scaling &&
          a.factor == b.factor && a.llama3_low_freq_factor == b.llama3_low_freq_factor &&
          a.llama3_high_freq_factor == b.llama3_high_freq_factor &&
          a.llama3_original_ctx == b.llama3_original_ctx && a.yarn_original_ctx == b.yarn_original_ctx &&
          a.yarn_beta_fast == b.yarn_beta_fast && a.yarn_beta_slow == b.yarn_beta_slow &&
-         a.yarn_ext_factor == b.yarn_ext_factor && a.attn_factor == b.attn_factor &&
-         a.freq_factors == b.freq_factors;
+         a.yarn_ext_factor == b.yarn_ext_factor && a.attn_factor == b.attn_factor;
 }
 
 // YaRN (Peng et al. 2023, "YaRN: Efficient Context Window Extension"): the dimension pair whose
@@ -82,7 +83,7 @@ const float* RopeTables::get(const RopeParams& p, int32_t max_pos) {
   ++clock_;
   Entry* e = nullptr;
   for (Entry& c : entries_)
-    if (same_params(c.params, p)) e = &c;
+    if (same_params(c.params, c.freq_factors, p)) e = &c;
   if (e && max_pos < e->n_positions) {
     e->last_use = clock_;
     return e->table.data();
@@ -111,6 +112,8 @@ const float* RopeTables::get(const RopeParams& p, int32_t max_pos) {
           static_cast<float>(std::sin(theta) * p.attn_factor);
     }
   e->params = p;
+  e->freq_factors.assign(p.freq_factors ? p.freq_factors : nullptr,
+                         p.freq_factors ? p.freq_factors + half : nullptr);
   e->n_positions = n_pos;
   e->last_use = clock_;
   return e->table.data();

@@ -30,6 +30,9 @@ class RopeTables {
  private:
   struct Entry {
     RopeParams params;
+    // The factors' values: the caller's pointer may later hold others (a model unloaded and
+    // another loaded on the same backend), so entries match on content.
+    std::vector<float> freq_factors;
     int64_t n_positions = 0;
     std::vector<float> table;
     uint64_t last_use = 0;
