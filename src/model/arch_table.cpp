@@ -85,6 +85,7 @@ std::vector<ArchInfo> make_table() {
   a.qkv_bias = true;
   a.out_bias = true;
   a.attn_sinks = true;
+  a.moe_biases = true;
   a.default_swa_pattern = 2;
   a.requires_experts = true;
   a.default_gating = MoeGating::SoftmaxWeight;

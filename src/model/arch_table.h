@@ -36,6 +36,7 @@ struct ArchInfo {
   bool fused_gate_up = false;    // ffn_up holds gate then up (phi3)
   bool embd_scale_sqrt = false;  // token embeddings times sqrt(n_embd) (gemma)
   bool attn_sinks = false;       // attn_sinks.weight (gpt-oss)
+  bool moe_biases = false;       // ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
   // Sliding-window layers: 0 when only attention.sliding_window applies to all layers;
   // else layer il slides iff il % pattern < pattern - 1 (llama.cpp's set_swa_pattern), with
   // attention.sliding_window_pattern overriding the period.

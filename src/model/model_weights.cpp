@@ -61,9 +61,6 @@ class WeightBinder {
                      static_cast<float*>(buf->data()) + r * n, n);
     return buf;
   }
-  std::unique_ptr<BackendBuffer> opt_vec(const std::string& name, int64_t n, int64_t rows = 1) const {
-    return has(name) ? vec(name, n, rows) : nullptr;
-  }
   // A backend that made its own copy no longer needs the file's pages: keep RSS ~ one copy.
   std::unique_ptr<BackendMatrix> prepared(const TensorInfo& t) const {
     auto m = backend_.prepare_matrix(t);
@@ -151,16 +148,16 @@ void bind_ffn(const WeightBinder& b, const ModelConfig& c, const std::string& p,
   if (b.has(p + "ffn_gate_up_exps.weight"))
     STRATA_THROW("tensor '", p, "ffn_gate_up_exps.weight' (merged gate/up experts) is not supported");
   w.router = b.mat(p + "ffn_gate_inp.weight", m.n_expert, c.n_embd);
-  w.router_bias = b.opt_vec(p + "ffn_gate_inp.bias", m.n_expert);
   if (b.has(p + "exp_probs_b.bias")) w.selection_bias = b.host(p + "exp_probs_b.bias", m.n_expert);
   w.gate_exps = b.stack(p + "ffn_gate_exps.weight", m.n_ff_exp, c.n_embd, m.n_expert);
   w.up_exps = b.stack(p + "ffn_up_exps.weight", m.n_ff_exp, c.n_embd, m.n_expert);
   w.down_exps = b.stack(p + "ffn_down_exps.weight", c.n_embd, m.n_ff_exp, m.n_expert);
-  w.gate_exps_bias = b.opt_vec(p + "ffn_gate_exps.bias", m.n_ff_exp, m.n_expert);
-  w.up_exps_bias = b.opt_vec(p + "ffn_up_exps.bias", m.n_ff_exp, m.n_expert);
-  w.down_exps_bias = b.opt_vec(p + "ffn_down_exps.bias", c.n_embd, m.n_expert);
-  if ((w.gate_exps_bias != nullptr) != (w.up_exps_bias != nullptr))
-    STRATA_THROW("layer ", p, ": the gate and up experts need biases both or neither");
+  if (a.moe_biases) {  // gpt-oss
+    w.router_bias = b.vec(p + "ffn_gate_inp.bias", m.n_expert);
+    w.gate_exps_bias = b.vec(p + "ffn_gate_exps.bias", m.n_ff_exp, m.n_expert);
+    w.up_exps_bias = b.vec(p + "ffn_up_exps.bias", m.n_ff_exp, m.n_expert);
+    w.down_exps_bias = b.vec(p + "ffn_down_exps.bias", c.n_embd, m.n_expert);
+  }
   if (m.n_ff_shexp > 0) {
     w.gate_shexp = b.mat(p + "ffn_gate_shexp.weight", m.n_ff_shexp, c.n_embd);
     w.up_shexp = b.mat(p + "ffn_up_shexp.weight", m.n_ff_shexp, c.n_embd);
