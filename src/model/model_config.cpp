@@ -37,8 +37,10 @@ using config_detail::optional_int;
 using config_detail::require_int;
 
 constexpr int64_t kMaxDim = int64_t{1} << 20;
-// The widest attention head the CPU attention kernels take (cpu_ops.h kMaxHeadDim).
-constexpr int64_t kMaxAttentionHeadDim = 256;
+// The widest attention head the CPU attention kernels take (cpu_ops.h kMaxHeadDim: the 576 of
+// DeepSeek V2/V3's absorbed MLA, 512 latent + 64 rope).
+constexpr int64_t kMaxAttentionHeadDim = 576;
+constexpr int64_t kMaxHeadsPerKvHead = 128;  // cpu_ops.h kMaxGroup (DeepSeek V3: 128 heads on one latent)
 
 void read_attention(const Metadata& md, ModelConfig& c) {
   const std::string& a = c.arch;
@@ -46,6 +48,9 @@ void read_attention(const Metadata& md, ModelConfig& c) {
   c.n_head_kv = optional_int(md, a + ".attention.head_count_kv", c.n_head, 1, c.n_head);
   if (c.n_head % c.n_head_kv != 0)
     STRATA_THROW("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
+  if (c.n_head / c.n_head_kv > kMaxHeadsPerKvHead)
+    STRATA_THROW("head_count ", c.n_head, " / head_count_kv ", c.n_head_kv, " query heads per kv head exceed the ",
+                 kMaxHeadsPerKvHead, " the attention kernels take");
   if (!md.contains(a + ".attention.key_length") && c.n_embd % c.n_head != 0)
     STRATA_THROW("embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head);
   c.head_dim = optional_int(md, a + ".attention.key_length", c.n_embd / c.n_head, 2, kMaxDim);

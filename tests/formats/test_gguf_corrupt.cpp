@@ -390,6 +390,10 @@ TEST(GgufCorrupt, HyperParametersOutOfRangeAreRejected) {
       {"qwen3", "key and value widths differ",
        [&](Metadata& m) { m.set("qwen3.attention.value_length", u32(64)); },
        "key_length 128 != value_length 64 is only supported with MLA"},
+      {"qwen3", "head too wide", [&](Metadata& m) { m.set("qwen3.attention.key_length", u32(1024)); },
+       "attention head dimension 1024 unsupported"},
+      {"deepseek2", "too many heads on the latent", [&](Metadata& m) { m.set("deepseek2.attention.head_count", u32(256)); },
+       "query heads per kv head exceed the 128"},
       {"qwen3", "unsupported architecture",
        [&](Metadata& m) { m.set("general.architecture", GgufValue::of_string("mamba")); },
        "unsupported architecture 'mamba' (supported: llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, "
