@@ -39,6 +39,57 @@ class BackendMatrix {
   virtual size_t owned_bytes() const = 0;
 };
 
+// Stacked weight matrices of one shape, [n_mats, n_out, n_in] (GGUF ne = {n_in, n_out, n_mats}):
+// the routed experts of a MoE layer (*_exps tensors), or MLA's per-head k_b / v_b projections.
+class BackendMatrixStack {
+ public:
+  virtual ~BackendMatrixStack() = default;
+  virtual TensorType type() const = 0;
+  virtual int64_t n_mats() const = 0;
+  virtual int64_t n_in() const = 0;
+  virtual int64_t n_out() const = 0;
+  // Bytes read per full pass over one matrix (for bandwidth accounting of the active experts).
+  virtual size_t matrix_bytes() const = 0;
+  // Bytes of this backend's own copy of all matrices (0 when it reads the source in place).
+  virtual size_t owned_bytes() const = 0;
+};
+
+// Gated activations out = act(gate) * up of the feed-forward networks.
+enum class GluKind {
+  Silu,       // swiglu: silu(g) * u (llama, qwen, phi, deepseek)
+  GeluTanh,   // geglu: gelu_tanh(g) * u (gemma)
+  SwigluOai,  // gpt-oss: g' = min(g, 7); u' = clamp(u, -7, 7); g' * sigmoid(1.702 g') * (u' + 1)
+};
+
+// How a MoE router turns the logits of one token into n_used (expert, weight) pairs.
+enum class MoeGating {
+  Softmax,        // p = softmax(logits); weights = p of the top n_used
+  Sigmoid,        // p = sigmoid(logits); weights = p of the top n_used (deepseek v3)
+  SoftmaxWeight,  // top n_used by logit; weights = softmax over just those (gpt-oss)
+};
+
+struct MoeRouting {
+  int32_t n_experts = 0;
+  int32_t n_used = 0;
+  MoeGating gating = MoeGating::Softmax;
+  bool norm_weights = false;   // divide the selected weights by their sum
+  float weights_scale = 1.0f;  // then multiply them by this
+  // Added to p for choosing the experts only, never to the weights (deepseek v3's
+  // exp_probs_b): [n_experts] host memory, or null.
+  const float* selection_bias = nullptr;
+  // Expert groups (deepseek v3): the experts are n_groups consecutive groups; only the
+  // n_groups_used groups with the largest sum of their two best (biased) scores are eligible.
+  int32_t n_groups = 1;
+  int32_t n_groups_used = 1;
+};
+
+// Where row (token t, slot s) of a [n_tokens, n_slots, width] activation starts: at
+// base + t * token_stride + s * slot_stride floats. slot_stride 0 broadcasts one row per token.
+struct SlotLayout {
+  int64_t token_stride = 0;
+  int64_t slot_stride = 0;
+};
+
 enum class RopeStyle {
   Interleaved,  // rotate pairs (x[2i], x[2i+1]): GGUF llama layout
   NeoX,         // rotate halves (x[i], x[i + d/2]): qwen2, HF layout
@@ -48,23 +99,32 @@ struct RopeParams {
   RopeStyle style = RopeStyle::Interleaved;
   int n_rot = 0;  // leading dims of each head that rotate (== head_dim for the Llama family)
   float freq_base = 10000.0f;
-  // Frequency scaling: linear (positions divided by factor) or llama3 (per-frequency blend).
-  enum class Scaling { None, Linear, Llama3 } scaling = Scaling::None;
+  // Frequency scaling: linear (positions divided by factor), llama3 (per-frequency blend) or
+  // YaRN (per-frequency blend of interpolated and original angles, ramped between the
+  // dimensions that turn beta_fast and beta_slow times over the original context).
+  enum class Scaling { None, Linear, Llama3, Yarn } scaling = Scaling::None;
   float factor = 1.0f;
   float llama3_low_freq_factor = 1.0f;
   float llama3_high_freq_factor = 4.0f;
   int llama3_original_ctx = 8192;
-  // Optional per-frequency divisors (GGUF rope_freqs.weight, Llama 3.1): [n_rot / 2], host memory
-  // that outlives the backend's use of it.
+  int yarn_original_ctx = 4096;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  float yarn_ext_factor = 1.0f;  // weight of the ramp (0: plain linear interpolation)
+  // Multiplies every cos and sin (YaRN's magnitude correction, LongRoPE's attention factor).
+  float attn_factor = 1.0f;
+  // Optional per-frequency divisors (GGUF rope_freqs.weight, Llama 3.1; phi3's LongRoPE
+  // rope_factors_long/short): [n_rot / 2], host memory that outlives the backend's use of it.
   const float* freq_factors = nullptr;
 };
 
 // The KV cache of one layer: fixed-size blocks in backend memory, element type F16 or F32.
-// Each (block b, kv head g) owns one contiguous tile of block_size * head_dim elements starting
-// at (b * n_head_kv + g) * block_size * head_dim — one tile of the attention kernel. Within it,
-// V is token-major (token t, element e at t * head_dim + e) and K is transposed (element e,
-// token t at e * block_size + t), so a query's scores over the block's keys are head_dim
-// vector multiply-adds across the keys, with no transpose at attention time.
+// Each (block b, kv head g) owns one contiguous K tile of block_size * head_dim elements starting
+// at (b * n_head_kv + g) * block_size * head_dim, and one V tile of block_size * head_dim_v
+// elements at (b * n_head_kv + g) * block_size * head_dim_v — the tiles of the attention kernel.
+// Within them, V is token-major (token t, element e at t * head_dim_v + e) and K is transposed
+// (element e, token t at e * block_size + t), so a query's scores over the block's keys are
+// head_dim vector multiply-adds across the keys, with no transpose at attention time.
 struct KvLayerView {
   void* k = nullptr;  // [n_blocks, n_head_kv, head_dim, block_size]
   void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim_v]
@@ -82,9 +142,9 @@ struct KvLayerView {
 // Host-side description of a ragged batch for the attention ops.
 struct AttentionBatch {
   int64_t n_tokens = 0;
-  const int32_t* pos = nullptr;        // [n_tokens] position of each token in its sequence
-  const int32_t* seq = nullptr;        // [n_tokens] index into block_tables
-  const int64_t* slot = nullptr;       // [n_tokens] KV slot = block * block_size + offset
+  const int32_t* pos = nullptr;              // [n_tokens] position of each token in its sequence
+  const int32_t* seq = nullptr;              // [n_tokens] index into block_tables
+  const int64_t* slot = nullptr;             // [n_tokens] KV slot = block * block_size + offset
   std::vector<const int32_t*> block_tables;  // per sequence: its blocks in position order
   std::vector<int32_t> n_blocks;             // per sequence: entries in its block table
 };
@@ -118,31 +178,69 @@ class Backend {
   // y[t, o] = sum_i w[o, i] * x[t, i]
   virtual void matmul(const BackendMatrix& w, const float* x /* [n_tokens, n_in] */,
                       float* y /* [n_tokens, n_out] */, int64_t n_tokens) = 0;
-  // y[r, :] = x[r, :] / rms(x[r, :]) * w
+  // t: a 3-D weight [n_mats, n_out, n_in] (ne = {n_in, n_out, n_mats}); its data must outlive
+  // the result.
+  virtual std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) = 0;
+
+  // y[r, :] = x[r, :] / rms(x[r, :]) * w. Rows may be attention heads (per-head q/k norm:
+  // n_rows = n_tokens * n_heads, n = head_dim); in place (y == x) is allowed.
   virtual void rms_norm(const float* x /* [n_rows, n] */, const float* w /* [n] */,
                         float* y /* [n_rows, n] */, int64_t n_rows, int64_t n, float eps) = 0;
   // y[r, :] += b
-  virtual void add_bias(float* y /* [n_rows, n] */, const float* b /* [n] */, int64_t n_rows,
-                        int64_t n) = 0;
+  virtual void add_bias(float* y /* [n_rows, n] */, const float* b /* [n] */, int64_t n_rows, int64_t n) = 0;
   // y += x
   virtual void add(float* y /* [n] */, const float* x /* [n] */, int64_t n) = 0;
   // out = silu(gate) * up
   virtual void swiglu(const float* gate /* [n] */, const float* up /* [n] */, float* out /* [n] */,
                       int64_t n) = 0;
+  // out[r, :] = act(gate[r, :]) * up[r, :] over n elements; gate and up rows are in_stride
+  // floats apart (phi3's fused gate/up: the two halves of one [n_rows, 2n] matrix).
+  virtual void glu(GluKind kind, const float* gate /* [n_rows, in_stride] */,
+                   const float* up /* [n_rows, in_stride] */, int64_t in_stride, float* out /* [n_rows, n] */,
+                   int64_t n_rows, int64_t n) = 0;
+  // x = cap * tanh(x / cap) (gemma2's final-logit soft-capping).
+  virtual void softcap(float* x /* [n] */, int64_t n, float cap) = 0;
+  // x *= s (gemma's embedding scaling by sqrt(n_embd)).
+  virtual void scale(float* x /* [n] */, int64_t n, float s) = 0;
+  // dst[r, 0:n] = src[r, 0:n] with row strides in floats (splitting and joining head parts).
+  virtual void copy_rows(const float* src /* [n_rows, src_stride] */, int64_t src_stride,
+                         float* dst /* [n_rows, dst_stride] */, int64_t dst_stride, int64_t n_rows,
+                         int64_t n) = 0;
+
+  // Top-k expert choice per token. ids and weights are backend memory.
+  virtual void moe_route(const float* logits /* [n_tokens, n_experts] */, int64_t n_tokens,
+                         const MoeRouting& r, int32_t* ids /* [n_tokens, n_used] */,
+                         float* weights /* [n_tokens, n_used] */) = 0;
+  // y(t, s) = w[ids[t, s]] * x(t, s): rows grouped by matrix, so each selected matrix is read
+  // once per call however many tokens chose it. x rows have n_in floats, y rows n_out.
+  virtual void matmul_stack(const BackendMatrixStack& w, const int32_t* ids /* [n_tokens, n_slots] */,
+                            int64_t n_tokens, int64_t n_slots, const float* x, SlotLayout x_layout, float* y,
+                            SlotLayout y_layout) = 0;
+  // y[t, s, :] += bias[ids[t, s], :] (gpt-oss's per-expert biases).
+  virtual void add_stack_bias(float* y /* [n_tokens, n_slots, n] */, const float* bias /* [n_mats, n] */,
+                              const int32_t* ids /* [n_tokens, n_slots] */, int64_t n_tokens, int64_t n_slots,
+                              int64_t n) = 0;
+  // out[t, :] = sum_s weights[t, s] * y[t, s, :] (combining the experts of each token).
+  virtual void weighted_sum(const float* y /* [n_tokens, n_slots, n] */,
+                            const float* weights /* [n_tokens, n_slots] */, int64_t n_tokens, int64_t n_slots,
+                            int64_t n, float* out /* [n_tokens, n] */) = 0;
+
   // Rotates each head of x in place by its token's position.
   virtual void rope(float* x /* [n_tokens, n_heads, head_dim] */, const int32_t* pos /* [n_tokens] */,
                     int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p) = 0;
-  // Writes each token's K and V into its slot of the layer's cache.
+  // Writes each token's K and V into its slot of the layer's cache (v is not read, and may be
+  // null, when kv.v_in_k).
   virtual void store_kv(const KvLayerView& kv, const float* k /* [n_tokens, n_head_kv, head_dim] */,
-                        const float* v /* [n_tokens, n_head_kv, head_dim] */,
+                        const float* v /* [n_tokens, n_head_kv, head_dim_v] */,
                         const AttentionBatch& batch) = 0;
   // Copies block `src` of the layer's K and V to block `dst` (copy-on-write of a shared block).
   virtual void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) = 0;
   // Causal attention of every token over its own sequence's cached keys/values (positions
-  // <= its own, within the sliding window), tiled with an online softmax.
+  // <= its own, within the sliding window), tiled with an online softmax. Query head h reads
+  // kv head h / (n_head / n_head_kv).
   virtual void attention(const float* q /* [n_tokens, n_head, head_dim] */, const KvLayerView& kv,
                          const AttentionBatch& batch, const AttentionParams& p,
-                         float* out /* [n_tokens, n_head, head_dim] */) = 0;
+                         float* out /* [n_tokens, n_head, head_dim_v] */) = 0;
 };
 
 // The CPU backend with a persistent pool of n_threads (0: all available cores).

@@ -19,16 +19,20 @@ struct InfoOptions {
 
 const char* format_name(ModelFormat f) {
   switch (f) {
-    case ModelFormat::Gguf: return "gguf";
-    case ModelFormat::Llama2c: return "llama2.c";
-    case ModelFormat::HuggingFace: return "huggingface";
+    case ModelFormat::Gguf:
+      return "gguf";
+    case ModelFormat::Llama2c:
+      return "llama2.c";
+    case ModelFormat::HuggingFace:
+      return "huggingface";
   }
   return "?";
 }
 
 std::string shape_string(const TensorInfo& t) {
   std::string s = "[";
-  for (int i = 0; i < std::max(1, t.n_dims); ++i) s += (i ? ", " : "") + std::to_string(t.ne[static_cast<size_t>(i)]);
+  for (int i = 0; i < std::max(1, t.n_dims); ++i)
+    s += (i ? ", " : "") + std::to_string(t.ne[static_cast<size_t>(i)]);
   return s + "]";
 }
 
@@ -51,16 +55,18 @@ void run(const InfoOptions& o) {
                 static_cast<long long>(config.n_ff), static_cast<long long>(config.n_head),
                 static_cast<long long>(config.n_head_kv), static_cast<long long>(config.head_dim));
     std::printf("n_vocab: %lld\nn_ctx_train: %lld\nrms_eps: %g\nrope: %s, base %g, n_rot %d\n",
-                static_cast<long long>(config.n_vocab), static_cast<long long>(config.n_ctx_train), config.rms_eps,
-                config.rope.style == RopeStyle::NeoX ? "neox" : "interleaved", config.rope.freq_base,
-                config.rope.n_rot);
-    if (config.sliding_window) std::printf("sliding_window: %lld\n", static_cast<long long>(config.sliding_window));
+                static_cast<long long>(config.n_vocab), static_cast<long long>(config.n_ctx_train),
+                config.rms_eps, config.rope.style == RopeStyle::NeoX ? "neox" : "interleaved",
+                config.rope.freq_base, config.rope.n_rot);
+    if (config.sliding_window)
+      std::printf("sliding_window: %lld\n", static_cast<long long>(config.sliding_window));
+    std::printf("config: %s\n", config.summary().c_str());
   }
   std::printf("metadata: %zu keys\n", md.size());
   for (const auto& [key, value] : md.entries()) {
     if (!o.all_metadata && value.as_array() && value.as_array()->size() > 16) {
-      std::printf("  %s = [%s x %zu]\n", key.c_str(), std::string(gguf_type_name(value.as_array()->elem_type)).c_str(),
-                  value.as_array()->size());
+      std::printf("  %s = [%s x %zu]\n", key.c_str(),
+                  std::string(gguf_type_name(value.as_array()->elem_type)).c_str(), value.as_array()->size());
       continue;
     }
     std::printf("  %s = %s\n", key.c_str(), value.to_display_string(o.all_metadata ? SIZE_MAX : 8).c_str());
@@ -85,7 +91,8 @@ void run(const InfoOptions& o) {
 
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<InfoOptions>();
-  cmd.add_option("-m,--model", o->model, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
+  cmd.add_option("-m,--model", o->model,
+                 "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
       ->required();
   cmd.add_option("--tokenizer", o->tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   cmd.add_flag("--all", o->all_metadata, "Print long metadata arrays in full");
@@ -94,6 +101,7 @@ void setup(CLI::App& cmd) {
 
 }  // namespace
 
-STRATA_REGISTER_COMMAND("", "info", setup, "Show a model's architecture, hyper-parameters, metadata and tensors");
+STRATA_REGISTER_COMMAND("", "info", setup,
+                        "Show a model's architecture, hyper-parameters, metadata and tensors");
 
 }  // namespace strata::cli

@@ -1,73 +1,20 @@
 #include "model/model.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "core/check.h"
 #include "core/log.h"
-#include "quant/quantize.h"
+#include "model/decoder_blocks.h"
+#include "model/forward_scratch.h"
+#include "model/layer_weights.h"
 
 namespace strata {
 
-struct Model::Layer {
-  std::unique_ptr<BackendBuffer> attn_norm;  // [n_embd]
-  std::unique_ptr<BackendMatrix> wq, wk, wv,
-      wo;  // [n_embd_q, n_embd], [n_embd_kv, n_embd] x2, [n_embd, n_embd_q]
-  std::unique_ptr<BackendBuffer> bq, bk, bv;            // [n_embd_q], [n_embd_kv] x2 (qwen2 only)
-  std::unique_ptr<BackendBuffer> ffn_norm;              // [n_embd]
-  std::unique_ptr<BackendMatrix> w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
-};
-
-// Activations of one batch of up to `cap` tokens.
-struct Model::Scratch {
-  int64_t cap = 0;
-  std::unique_ptr<BackendBuffer> x, h, q, k, v, attn, o, gate, up;
-  std::vector<int64_t> slots;  // [cap]
-};
-
-namespace {
-
-// Checks a tensor's presence, type and shape; returns it.
-const TensorInfo& expect_tensor(const ModelFile& f, const std::string& name,
-                                std::initializer_list<int64_t> shape) {
-  const TensorInfo* t = f.find_tensor(name);
-  if (!t) STRATA_THROW("model is missing tensor '", name, "'");
-  const int n = static_cast<int>(shape.size());
-  int i = 0;
-  bool ok = t->n_dims <= n;
-  for (int64_t d : shape) ok = ok && t->ne[static_cast<size_t>(i++)] == d;
-  for (; i < 4; ++i) ok = ok && t->ne[static_cast<size_t>(i)] == 1;
-  if (!ok) {
-    std::string want, got;
-    for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-    for (int j = 0; j < std::max(t->n_dims, 1); ++j)
-      got += (j ? ", " : "") + std::to_string(t->ne[static_cast<size_t>(j)]);
-    STRATA_THROW("tensor '", name, "' has shape [", got, "], expected [", want, "]");
-  }
-  if (!is_storage_type(t->type))
-    STRATA_THROW("tensor '", name, "' has unsupported type ", type_name(t->type));
-  return *t;
-}
-
-}  // namespace
-
 const char* OpProfile::name(int op) {
   static const char* const kNames[] = {"embed",     "norm",        "matmul", "rope",
-                                       "attention", "elementwise", "output"};
+                                       "attention", "elementwise", "output", "moe"};
   return op >= 0 && op < kNumOps ? kNames[op] : "?";
-}
-
-template <typename F>
-void Model::timed(OpProfile::Op op, F&& f) {
-  if (!profiling_) {
-    f();
-    return;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  profile_.seconds[op] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ++profile_.calls[op];
 }
 
 Model::Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options)
@@ -82,6 +29,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& backend,
 
 std::unique_ptr<Model> Model::load(std::unique_ptr<ModelFile> file, Backend& backend,
                                    const ModelLoadOptions& options) {
+  STRATA_CHECK(options.n_ctx >= 0);
   std::unique_ptr<Model> m(new Model(std::move(file), backend, options));
   m->config_ = ModelConfig::from_metadata(m->file_->metadata());
   m->tokenizer_ = Tokenizer::from_metadata(m->file_->metadata());
@@ -89,69 +37,14 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<ModelFile> file, Backend& bac
   return m;
 }
 
-void Model::bind_weights() {
-  ModelConfig& c = config_;
-  const ModelFile& f = *file_;
-  const TensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (!embd) STRATA_THROW("model is missing tensor 'token_embd.weight'");
-  if (c.n_vocab == 0) c.n_vocab = embd->ne[1];
-  token_embd_ = &expect_tensor(f, "token_embd.weight", {c.n_embd, c.n_vocab});
-  if (tokenizer_->n_vocab() > c.n_vocab)
-    STRATA_THROW("tokenizer has ", tokenizer_->n_vocab(), " tokens but the model only ", c.n_vocab);
-
-  auto vec = [&](const std::string& name, int64_t n) {
-    const TensorInfo& t = expect_tensor(f, name, {n});
-    auto buf = backend_.alloc(static_cast<size_t>(n) * sizeof(float));
-    dequantize_row(t.type, t.data, static_cast<float*>(buf->data()), n);
-    return buf;
-  };
-  // A backend that made its own copy no longer needs the file's pages: keep RSS ~ one copy.
-  auto prepared = [&](const TensorInfo& t) {
-    auto m = backend_.prepare_matrix(t);
-    if (m->owned_bytes() > 0) f.drop_tensor_pages(t);
-    return m;
-  };
-  auto mat = [&](const std::string& name, int64_t n_out, int64_t n_in) {
-    return prepared(expect_tensor(f, name, {n_in, n_out}));
-  };
-
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    const std::string p = "blk." + std::to_string(il) + ".";
-    Layer L;
-    L.attn_norm = vec(p + "attn_norm.weight", c.n_embd);
-    L.wq = mat(p + "attn_q.weight", c.n_embd_q(), c.n_embd);
-    L.wk = mat(p + "attn_k.weight", c.n_embd_kv(), c.n_embd);
-    L.wv = mat(p + "attn_v.weight", c.n_embd_kv(), c.n_embd);
-    L.wo = mat(p + "attn_output.weight", c.n_embd, c.n_embd_q());
-    if (c.qkv_bias) {
-      L.bq = vec(p + "attn_q.bias", c.n_embd_q());
-      L.bk = vec(p + "attn_k.bias", c.n_embd_kv());
-      L.bv = vec(p + "attn_v.bias", c.n_embd_kv());
-    }
-    L.ffn_norm = vec(p + "ffn_norm.weight", c.n_embd);
-    L.w_gate = mat(p + "ffn_gate.weight", c.n_ff, c.n_embd);
-    L.w_up = mat(p + "ffn_up.weight", c.n_ff, c.n_embd);
-    L.w_down = mat(p + "ffn_down.weight", c.n_embd, c.n_ff);
-    layers_.push_back(std::move(L));
-  }
-  output_norm_ = vec("output_norm.weight", c.n_embd);
-  output_ = f.find_tensor("output.weight") ? mat("output.weight", c.n_vocab, c.n_embd)
-                                           : prepared(*token_embd_);  // tied embeddings
-  if (f.find_tensor("rope_freqs.weight")) {
-    const TensorInfo& t = expect_tensor(f, "rope_freqs.weight", {c.rope.n_rot / 2});
-    rope_freq_factors_.resize(static_cast<size_t>(c.rope.n_rot / 2));
-    dequantize_row(t.type, t.data, rope_freq_factors_.data(), c.rope.n_rot / 2);
-    for (float v : rope_freq_factors_)
-      if (!(v > 0.0f) || !std::isfinite(v)) STRATA_THROW("rope_freqs.weight has a non-positive factor");
-    c.rope.freq_factors = rope_freq_factors_.data();
-  }
-}
-
 KvGeometry Model::kv_geometry(TensorType kv_type, int32_t block_size) const {
   KvGeometry g;
   g.n_layer = static_cast<int32_t>(config_.n_layer);
   g.n_head_kv = static_cast<int32_t>(config_.n_head_kv);
   g.head_dim = static_cast<int32_t>(config_.head_dim);
+  g.head_dim_v = static_cast<int32_t>(config_.head_dim_v);
+  // MLA: the cached latent row is both the key and (its first kv_lora_rank values) the value.
+  g.v_in_k = config_.info->mla;
   g.block_size = block_size;
   g.type = kv_type;
   return g;
@@ -159,35 +52,31 @@ KvGeometry Model::kv_geometry(TensorType kv_type, int32_t block_size) const {
 
 size_t Model::weight_bytes() const {
   size_t total = output_->weight_bytes();
-  for (const Layer& L : layers_)
-    for (const BackendMatrix* m :
-         {L.wq.get(), L.wk.get(), L.wv.get(), L.wo.get(), L.w_gate.get(), L.w_up.get(), L.w_down.get()})
-      total += m->weight_bytes();
+  auto add = [&](const BackendMatrix* m) { total += m ? m->weight_bytes() : 0; };
+  auto add_experts = [&](const BackendMatrixStack* s, int64_t n) { total += s ? s->matrix_bytes() * n : 0; };
+  for (const LayerWeights& L : layers_) {
+    const AttentionWeights& a = L.attn;
+    for (const BackendMatrix* m : {a.wq.get(), a.wk.get(), a.wv.get(), a.wqkv.get(), a.wo.get(), a.wq_a.get(),
+                                   a.wq_b.get(), a.wkv_a.get()})
+      add(m);
+    add_experts(a.k_b.get(), config_.n_head);  // every head reads its matrix
+    add_experts(a.v_b.get(), config_.n_head);
+    const FfnWeights& f = L.ffn;
+    for (const BackendMatrix* m : {f.gate.get(), f.up.get(), f.down.get(), f.router.get(), f.gate_shexp.get(),
+                                   f.up_shexp.get(), f.down_shexp.get()})
+      add(m);
+    for (const BackendMatrixStack* s : {f.gate_exps.get(), f.up_exps.get(), f.down_exps.get()})
+      add_experts(s, config_.moe.n_expert_used);
+  }
   return total;
 }
 
-// Activations for n tokens; grown (never shrunk) to the largest batch run so far.
-Model::Scratch& Model::scratch_for(int64_t n) {
-  const ModelConfig& c = config_;
-  if (!scratch_ || scratch_->cap < n) {
-    auto s = std::make_unique<Scratch>();
-    s->cap = n;
-    auto buf = [&](int64_t width) {
-      return backend_.alloc(static_cast<size_t>(s->cap * width) * sizeof(float));
-    };
-    s->x = buf(c.n_embd);
-    s->h = buf(c.n_embd);
-    s->q = buf(c.n_embd_q());
-    s->k = buf(c.n_embd_kv());
-    s->v = buf(c.n_embd_kv());
-    s->attn = buf(c.n_embd_q());
-    s->o = buf(c.n_embd);
-    s->gate = buf(c.n_ff);
-    s->up = buf(c.n_ff);
-    s->slots.resize(static_cast<size_t>(s->cap));
-    scratch_ = std::move(s);
-  }
-  return *scratch_;
+size_t Model::total_weight_bytes() const {
+  size_t total = weight_bytes();
+  for (const LayerWeights& L : layers_)
+    for (const BackendMatrixStack* s : {L.ffn.gate_exps.get(), L.ffn.up_exps.get(), L.ffn.down_exps.get()})
+      if (s) total += s->matrix_bytes() * static_cast<size_t>(s->n_mats() - config_.moe.n_expert_used);
+  return total;
 }
 
 void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logits) {
@@ -199,7 +88,9 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
                "KV storage does not match the model");
   if (n == 0) return;
   const ModelConfig& c = config_;
-  Scratch& s = scratch_for(n);
+  if (!scratch_ || scratch_->cap < n)
+    scratch_ = ForwardScratch::create(backend_, c, std::max(n, scratch_ ? scratch_->cap : 0));
+  ForwardScratch& s = *scratch_;
 
   AttentionBatch ab;
   ab.n_tokens = n;
@@ -222,16 +113,20 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
         static_cast<int64_t>(ab.block_tables[static_cast<size_t>(sq)][p / bs]) * bs + p % bs;
   }
 
-  float* x = static_cast<float*>(s.x->data());
-  timed(OpProfile::Embed, [&] { backend_.get_rows(*token_embd_, batch.tokens.data(), n, x); });
+  OpTimer timed(profiling_, profile_);
+  float* x = fp(s.x);
+  timed(OpProfile::Embed, [&] {
+    backend_.get_rows(*token_embd_, batch.tokens.data(), n, x);
+    if (c.embd_scale != 1.0f) backend_.scale(x, n * c.n_embd, c.embd_scale);
+  });
   STRATA_CHECK(!batch.skip_layers || batch.skip_layers->size() == static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (batch.skip_layers && (*batch.skip_layers)[static_cast<size_t>(il)]) continue;
-    run_layer(layers_[static_cast<size_t>(il)], n, kv.layer(static_cast<int32_t>(il)), ab);
+    run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab);
   }
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
-  float* h = static_cast<float*>(s.h->data());
+  float* h = fp(s.h);
   int64_t n_out = 0;
   for (int64_t t = 0; t < n; ++t) {
     if (!batch.want_logits[static_cast<size_t>(t)]) continue;
@@ -240,60 +135,50 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
     ++n_out;
   }
   if (n_out == 0) return;
-  timed(OpProfile::Norm, [&] {
-    backend_.rms_norm(x, static_cast<const float*>(output_norm_->data()), h, n_out, c.n_embd, c.rms_eps);
+  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, fp(output_norm_), h, n_out, c.n_embd, c.rms_eps); });
+  timed(OpProfile::Output, [&] {
+    backend_.matmul(*output_, h, logits, n_out);
+    if (c.final_softcap > 0.0f) backend_.softcap(logits, n_out * c.n_vocab, c.final_softcap);
   });
-  timed(OpProfile::Output, [&] { backend_.matmul(*output_, h, logits, n_out); });
 }
 
-void Model::run_layer(const Layer& L, int64_t n, const KvLayerView& kv, const AttentionBatch& ab) {
+// One layer: [norm] attention [post-norm] + residual, [norm] FFN or experts [post-norm] +
+// residual, each norm where the architecture has it.
+void Model::run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab) {
   const ModelConfig& c = config_;
-  Scratch& s = *scratch_;
-  float* x = static_cast<float*>(s.x->data());
-  float* h = static_cast<float*>(s.h->data());
-  float* q = static_cast<float*>(s.q->data());
-  float* k = static_cast<float*>(s.k->data());
-  float* v = static_cast<float*>(s.v->data());
-  float* attn = static_cast<float*>(s.attn->data());
-  float* o = static_cast<float*>(s.o->data());
-  float* gate = static_cast<float*>(s.gate->data());
-  float* up = static_cast<float*>(s.up->data());
+  const ArchInfo& arch = *c.info;
+  const LayerWeights& L = layers_[static_cast<size_t>(il)];
+  ForwardScratch& s = *scratch_;
+  OpTimer timed(profiling_, profile_);
+  BlockContext ctx{backend_, c, s, timed, n, ab};
+  float* x = fp(s.x);
+  float* h = fp(s.h);
+  float* o = fp(s.o);
 
-  timed(OpProfile::Norm, [&] {
-    backend_.rms_norm(x, static_cast<const float*>(L.attn_norm->data()), h, n, c.n_embd, c.rms_eps);
-  });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wq, h, q, n); });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wk, h, k, n); });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wv, h, v, n); });
-  if (c.qkv_bias) {
-    timed(OpProfile::Elementwise,
-          [&] { backend_.add_bias(q, static_cast<const float*>(L.bq->data()), n, c.n_embd_q()); });
-    timed(OpProfile::Elementwise,
-          [&] { backend_.add_bias(k, static_cast<const float*>(L.bk->data()), n, c.n_embd_kv()); });
-    timed(OpProfile::Elementwise,
-          [&] { backend_.add_bias(v, static_cast<const float*>(L.bv->data()), n, c.n_embd_kv()); });
+  const float* attn_in = x;
+  if (arch.attn_norm) {
+    timed(OpProfile::Norm, [&] { backend_.rms_norm(x, fp(L.attn.norm), h, n, c.n_embd, c.rms_eps); });
+    attn_in = h;
   }
-  timed(OpProfile::Rope, [&] { backend_.rope(q, ab.pos, n, c.n_head, c.head_dim, c.rope); });
-  timed(OpProfile::Rope, [&] { backend_.rope(k, ab.pos, n, c.n_head_kv, c.head_dim, c.rope); });
-  timed(OpProfile::Attention, [&] { backend_.store_kv(kv, k, v, ab); });
-
-  AttentionParams ap;
-  ap.n_head = static_cast<int32_t>(c.n_head);
-  ap.n_head_kv = static_cast<int32_t>(c.n_head_kv);
-  ap.head_dim = static_cast<int32_t>(c.head_dim);
-  ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  ap.sliding_window = static_cast<int32_t>(c.sliding_window);
-  timed(OpProfile::Attention, [&] { backend_.attention(q, kv, ab, ap, attn); });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.wo, attn, o, n); });
+  if (arch.mla)
+    mla_block(ctx, L.attn, kv, attn_in, o);
+  else
+    attention_block(ctx, L.attn, il, kv, attn_in, o);
+  if (arch.attn_post_norm)
+    timed(OpProfile::Norm, [&] { backend_.rms_norm(o, fp(L.attn.post_norm), o, n, c.n_embd, c.rms_eps); });
   timed(OpProfile::Elementwise, [&] { backend_.add(x, o, n * c.n_embd); });
 
-  timed(OpProfile::Norm, [&] {
-    backend_.rms_norm(x, static_cast<const float*>(L.ffn_norm->data()), h, n, c.n_embd, c.rms_eps);
-  });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_gate, h, gate, n); });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_up, h, up, n); });
-  timed(OpProfile::Elementwise, [&] { backend_.swiglu(gate, up, gate, n * c.n_ff); });
-  timed(OpProfile::Matmul, [&] { backend_.matmul(*L.w_down, gate, o, n); });
+  const float* ffn_in = x;
+  if (arch.ffn_norm) {
+    timed(OpProfile::Norm, [&] { backend_.rms_norm(x, fp(L.ffn.norm), h, n, c.n_embd, c.rms_eps); });
+    ffn_in = h;
+  }
+  if (c.is_moe_layer(il))
+    moe_block(ctx, L.ffn, ffn_in, o);
+  else
+    ffn_block(ctx, L.ffn.gate.get(), *L.ffn.up, *L.ffn.down, ffn_in, o);
+  if (arch.ffn_post_norm)
+    timed(OpProfile::Norm, [&] { backend_.rms_norm(o, fp(L.ffn.post_norm), o, n, c.n_embd, c.rms_eps); });
   timed(OpProfile::Elementwise, [&] { backend_.add(x, o, n * c.n_embd); });
 }
 

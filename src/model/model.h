@@ -1,4 +1,6 @@
-// The config-driven Llama-family decoder (llama, mistral, qwen2) over a paged KV cache.
+// The one config-driven decoder over a paged KV cache: every architecture of arch_table.h (the
+// Llama family, qwen3/qwen3moe, gemma2/3, phi3, olmo2, deepseek2, gpt-oss) is this layer loop
+// with the blocks and norms its table entry and hyper-parameters select.
 #pragma once
 
 #include <memory>
@@ -10,20 +12,19 @@
 #include "kv/kv_storage.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
+#include "model/op_profile.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata {
 
-// Where forward time goes, by op category (filled only while profiling is on).
-struct OpProfile {
-  enum Op { Embed, Norm, Matmul, Rope, Attention, Elementwise, Output, kNumOps };
-  double seconds[kNumOps] = {};
-  int64_t calls[kNumOps] = {};
-  static const char* name(int op);
-};
+struct ForwardScratch;
+struct LayerWeights;
 
 struct ModelLoadOptions {
   std::string tokenizer_path;  // llama2.c tokenizer .bin for a .bin checkpoint
+  // Context the model will run with (0: its training context); chooses phi3's long or short
+  // LongRoPE factors as llama.cpp does (long when it exceeds the original context).
+  int64_t n_ctx = 0;
 };
 
 class Model {
@@ -43,8 +44,11 @@ class Model {
   Backend& backend() const { return backend_; }
   // Geometry of the KV cache this model needs.
   KvGeometry kv_geometry(TensorType kv_type = TensorType::F16, int32_t block_size = 16) const;
-  // Bytes of weights read per decoded token (all matrices once).
+  // Bytes of weights read per decoded token (all matrices once; for MoE layers only the
+  // n_expert_used experts a token runs, plus the shared ones).
   size_t weight_bytes() const;
+  // Bytes of all weight matrices, every expert included.
+  size_t total_weight_bytes() const;
 
   // Runs the batch as one pass, writing K/V of every token into `kv` and the logits of the tokens
   // with want_logits, in batch order, to logits: [batch.n_outputs(), n_vocab]. The scratch grows
@@ -58,12 +62,9 @@ class Model {
   void reset_profile() { profile_ = OpProfile{}; }
 
  private:
-  struct Layer;
-  struct Scratch;
   Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options);
-  void bind_weights();
-  Scratch& scratch_for(int64_t n_tokens);
-  void run_layer(const Layer& layer, int64_t n, const KvLayerView& kv, const AttentionBatch& ab);
+  void bind_weights();  // model_weights.cpp
+  void run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab);
 
   std::unique_ptr<ModelFile> file_;
   Backend& backend_;
@@ -73,14 +74,11 @@ class Model {
   const TensorInfo* token_embd_ = nullptr;      // [n_vocab, n_embd] any type, read by get_rows
   std::unique_ptr<BackendMatrix> output_;       // [n_vocab, n_embd]
   std::unique_ptr<BackendBuffer> output_norm_;  // [n_embd] f32
-  std::vector<float> rope_freq_factors_;        // [n_rot / 2] or empty
-  std::vector<Layer> layers_;
-  std::unique_ptr<Scratch> scratch_;
+  std::vector<float> rope_freq_factors_;        // [n_rot / 2] or empty (rope_freqs / LongRoPE factors)
+  std::vector<LayerWeights> layers_;
+  std::unique_ptr<ForwardScratch> scratch_;
   bool profiling_ = false;
   OpProfile profile_;
-
-  template <typename F>
-  void timed(OpProfile::Op op, F&& f);
 };
 
 }  // namespace strata

@@ -10,6 +10,42 @@
 
 namespace strata {
 
+namespace {
+
+SynthPreset arch_preset(std::string name, std::string arch, int64_t n_embd, int64_t n_layer, int64_t n_head,
+                        int64_t n_head_kv, int64_t n_ff, int64_t n_vocab, int64_t n_ctx, float rope_base,
+                        int64_t sliding_window, int64_t head_dim) {
+  SynthPreset p{std::move(name), std::move(arch), n_embd,    n_layer,       n_head, n_head_kv, n_ff,
+                n_vocab,         n_ctx,           rope_base, sliding_window};
+  p.head_dim = head_dim;
+  return p;
+}
+
+SynthPreset moe_preset(SynthPreset p, int64_t n_expert, int64_t n_used, int64_t n_ff_exp) {
+  p.n_expert = n_expert;
+  p.n_expert_used = n_used;
+  p.n_ff_exp = n_ff_exp;
+  return p;
+}
+
+// DeepSeek-V3's layout scaled down: q-LoRA 512, kv-LoRA 512 + rope 64 (the real latent row),
+// 128 + 64 query dims and 128 value dims per head, one dense leading layer, one shared expert,
+// sigmoid routing over 4 groups of which 2.
+SynthPreset deepseek_preset(SynthPreset p) {
+  p.n_expert_shared = 1;
+  p.n_dense_lead = 1;
+  p.n_group = 4;
+  p.n_group_used = 2;
+  p.q_lora = 512;
+  p.kv_lora = 512;
+  p.qk_nope = 128;
+  p.qk_rope = 64;
+  p.v_head = 128;
+  return p;
+}
+
+}  // namespace
+
 const std::vector<SynthPreset>& synth_presets() {
   static const std::vector<SynthPreset> presets = {
       {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 0},
@@ -18,6 +54,22 @@ const std::vector<SynthPreset>& synth_presets() {
       {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 0},
       {"mistral-7b", "mistral", 4096, 32, 32, 8, 14336, 32000, 32768, 10000.0f, 4096},
       {"qwen2-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 0},
+      // The newer families at ~1B (real shapes where a model of that size exists).
+      arch_preset("qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 3072, 151936, 40960, 1e6f, 0, 128),
+      moe_preset(arch_preset("qwen3-moe-tiny", "qwen3moe", 1024, 16, 16, 4, 0, 151936, 40960, 1e6f, 0, 64), 8,
+                 2, 2048),
+      arch_preset("gemma2-2b", "gemma2", 2304, 26, 8, 4, 9216, 256000, 8192, 10000.0f, 4096, 256),
+      arch_preset("gemma3-1b", "gemma3", 1152, 26, 4, 1, 6912, 262144, 32768, 1e6f, 512, 256),
+      arch_preset("phi3-1b", "phi3", 2048, 16, 32, 8, 5632, 32064, 4096, 10000.0f, 0, 0),
+      moe_preset(arch_preset("mixtral-tiny", "llama", 1024, 16, 16, 4, 2048, 32000, 32768, 1e6f, 0, 0), 8, 2,
+                 2048),
+      deepseek_preset(moe_preset(
+          arch_preset("deepseek-v3-tiny", "deepseek2", 1024, 16, 16, 1, 4096, 129280, 4096, 10000.0f, 0, 0),
+          16, 4, 768)),
+      moe_preset(
+          arch_preset("gpt-oss-tiny", "gpt-oss", 1024, 16, 16, 4, 0, 201088, 131072, 150000.0f, 128, 64), 16,
+          4, 1024),
+      arch_preset("olmo2-1b", "olmo2", 2048, 16, 16, 16, 8192, 100352, 4096, 500000.0f, 0, 0),
   };
   return presets;
 }
@@ -117,6 +169,7 @@ void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, in
 
 void write_synthetic_model(const SynthPreset& p, const SynthOptions& o, const std::string& path,
                            const std::function<void(size_t, size_t)>& progress) {
+  if (is_arch_preset(p)) return write_arch_synthetic_model(p, o, path, progress);
   GgufWriter w;
   w.set_metadata(preset_metadata(p, o.type));
   ThreadPool pool(o.n_threads);

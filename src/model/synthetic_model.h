@@ -13,10 +13,16 @@ namespace strata {
 
 struct SynthPreset {
   std::string name;
-  std::string arch;  // llama, mistral, qwen2
+  std::string arch;  // any architecture of model/arch_table.h
   int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
   float rope_base;
-  int64_t sliding_window;  // mistral only
+  int64_t sliding_window;  // mistral, gemma2/3, gpt-oss
+  // The newer architectures' shapes (0: not used); see synthetic_arch.cpp.
+  int64_t head_dim = 0;  // attention.key_length when it is not n_embd / n_head (qwen3, gemma)
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  int64_t n_expert_shared = 0, n_dense_lead = 0;                          // deepseek2
+  int64_t n_group = 0, n_group_used = 0;                                  // deepseek2 (V3) expert groups
+  int64_t q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;  // deepseek2 MLA
 };
 
 const std::vector<SynthPreset>& synth_presets();
@@ -42,5 +48,11 @@ struct SynthOptions {
 // `progress` (may be empty) is called after each tensor with (done, total).
 void write_synthetic_model(const SynthPreset& preset, const SynthOptions& options, const std::string& path,
                            const std::function<void(size_t, size_t)>& progress);
+
+// True for presets of the newer architectures (synthetic_arch.cpp writes them: every tensor the
+// decoder binds for that architecture, named and shaped as llama.cpp writes them).
+bool is_arch_preset(const SynthPreset& preset);
+void write_arch_synthetic_model(const SynthPreset& preset, const SynthOptions& options,
+                                const std::string& path, const std::function<void(size_t, size_t)>& progress);
 
 }  // namespace strata

@@ -10,6 +10,10 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matrix_stack.h"
+#include "backend/cpu/moe_routing.h"
+#include "backend/cpu/rope_table.h"
+#include "backend/cpu/vector_ops.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "formats/model_file.h"
@@ -50,6 +54,25 @@ class CpuMatrix final : public BackendMatrix {
   std::unique_ptr<cpu::PackedMatrix> packed_;
 };
 
+class CpuMatrixStack final : public BackendMatrixStack {
+ public:
+  explicit CpuMatrixStack(std::unique_ptr<cpu::PackedMatrixStack> packed) : packed_(std::move(packed)) {}
+  TensorType type() const override { return packed_->type(); }
+  int64_t n_mats() const override { return packed_->n_mats(); }
+  int64_t n_in() const override { return packed_->n_in(); }
+  int64_t n_out() const override { return packed_->n_out(); }
+  size_t matrix_bytes() const override { return packed_->matrix_bytes(); }
+  size_t owned_bytes() const override { return packed_->owned_bytes(); }
+  const cpu::PackedMatrixStack& packed() const { return *packed_; }
+
+ private:
+  std::unique_ptr<cpu::PackedMatrixStack> packed_;
+};
+
+// gpt-oss's clamped SwiGLU constants (fixed by the model, not stored in GGUF files).
+constexpr float kSwigluOaiAlpha = 1.702f;
+constexpr float kSwigluOaiLimit = 7.0f;
+
 // Element counts below which an op runs on the calling thread (dispatch would cost more).
 constexpr int64_t kParallelElements = 1 << 15;
 
@@ -65,7 +88,14 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<BackendMatrix> prepare_matrix(const TensorInfo& t) override {
     STRATA_CHECK(t.n_dims <= 2 && t.ne[2] == 1 && t.ne[3] == 1, "not a matrix: ", t.name);
-    return std::make_unique<CpuMatrix>(t.type, t.ne[0], t.ne[1], cpu::pack_matrix(t.type, t.ne[0], t.ne[1], t.data));
+    return std::make_unique<CpuMatrix>(t.type, t.ne[0], t.ne[1],
+                                       cpu::pack_matrix(t.type, t.ne[0], t.ne[1], t.data));
+  }
+
+  std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) override {
+    STRATA_CHECK(t.n_dims <= 3 && t.ne[3] == 1, "not a stack of matrices: ", t.name);
+    return std::make_unique<CpuMatrixStack>(
+        std::make_unique<cpu::PackedMatrixStack>(t.type, t.ne[0], t.ne[1], t.ne[2], t.data));
   }
 
   void get_rows(const TensorInfo& table, const int32_t* ids, int64_t n_ids, float* out) override {
@@ -73,7 +103,8 @@ class CpuBackend final : public Backend {
     const size_t stride = row_bytes(table.type, n_embd);
     for (int64_t i = 0; i < n_ids; ++i) {
       STRATA_CHECK(ids[i] >= 0 && ids[i] < table.ne[1], "token id ", ids[i], " out of range");
-      dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + stride * static_cast<size_t>(ids[i]),
+      dequantize_row(table.type,
+                     static_cast<const uint8_t*>(table.data) + stride * static_cast<size_t>(ids[i]),
                      out + i * n_embd, n_embd);
     }
   }
@@ -102,11 +133,85 @@ class CpuBackend final : public Backend {
     for_range(n, [&](int64_t b, int64_t e) { k.swiglu(gate + b, up + b, out + b, e - b); });
   }
 
+  void glu(GluKind kind, const float* gate, const float* up, int64_t in_stride, float* out, int64_t n_rows,
+           int64_t n) override {
+    const auto& ops = cpu::op_kernels();
+    const auto& vk = cpu::vector_kernels();
+    auto row = [&](const float* g, const float* u, float* o, int64_t len) {
+      switch (kind) {
+        case GluKind::Silu:
+          ops.swiglu(g, u, o, len);
+          break;
+        case GluKind::GeluTanh:
+          vk.glu_gelu_tanh(g, u, o, len);
+          break;
+        case GluKind::SwigluOai:
+          vk.glu_swiglu_oai(g, u, o, len, kSwigluOaiAlpha, kSwigluOaiLimit);
+          break;
+      }
+    };
+    if (in_stride == n) {  // contiguous: split the whole range, not rows
+      for_range(n_rows * n, [&](int64_t b, int64_t e) { row(gate + b, up + b, out + b, e - b); });
+      return;
+    }
+    for_rows(n_rows, n, [&](int64_t r) { row(gate + r * in_stride, up + r * in_stride, out + r * n, n); });
+  }
+
+  void softcap(float* x, int64_t n, float cap) override {
+    STRATA_CHECK(cap > 0.0f);
+    const auto& vk = cpu::vector_kernels();
+    for_range(n, [&](int64_t b, int64_t e) { vk.softcap(x + b, e - b, cap); });
+  }
+
+  void scale(float* x, int64_t n, float s) override {
+    const auto& vk = cpu::vector_kernels();
+    for_range(n, [&](int64_t b, int64_t e) { vk.scale(x + b, e - b, s); });
+  }
+
+  void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t n_rows,
+                 int64_t n) override {
+    for (int64_t r = 0; r < n_rows; ++r)
+      std::memcpy(dst + r * dst_stride, src + r * src_stride, static_cast<size_t>(n) * sizeof(float));
+  }
+
+  void moe_route(const float* logits, int64_t n_tokens, const MoeRouting& r, int32_t* ids,
+                 float* weights) override {
+    for (int64_t t = 0; t < n_tokens; ++t)
+      cpu::route_token(logits + t * r.n_experts, r, ids + t * r.n_used, weights + t * r.n_used);
+  }
+
+  void matmul_stack(const BackendMatrixStack& w, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
+                    const float* x, SlotLayout x_layout, float* y, SlotLayout y_layout) override {
+    cpu::matmul_stack(pool_, static_cast<const CpuMatrixStack&>(w).packed(), ids, n_tokens, n_slots, x,
+                      x_layout, y, y_layout);
+  }
+
+  void add_stack_bias(float* y, const float* bias, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
+                      int64_t n) override {
+    const auto& ops = cpu::op_kernels();
+    for (int64_t r = 0; r < n_tokens * n_slots; ++r)
+      ops.add(y + r * n, bias + static_cast<int64_t>(ids[r]) * n, n);
+  }
+
+  void weighted_sum(const float* y, const float* weights, int64_t n_tokens, int64_t n_slots, int64_t n,
+                    float* out) override {
+    const auto& vk = cpu::vector_kernels();
+    for_rows(n_tokens, n * n_slots, [&](int64_t t) {
+      vk.weighted_sum_row(y + t * n_slots * n, n, weights + t * n_slots, static_cast<int>(n_slots),
+                          out + t * n, n);
+    });
+  }
+
   void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
             const RopeParams& p) override {
     STRATA_CHECK(p.n_rot > 0 && p.n_rot % 2 == 0 && p.n_rot <= head_dim);
     const auto& k = cpu::op_kernels();
-    const float* table = rope_table(p, pos, n_tokens);
+    int32_t max_pos = 0;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      STRATA_CHECK(pos[t] >= 0, "negative position");
+      max_pos = std::max(max_pos, pos[t]);
+    }
+    const float* table = rope_tables_.get(p, max_pos);
     const bool neox = p.style == RopeStyle::NeoX;
     for_rows(n_tokens, n_heads * head_dim, [&](int64_t t) {
       k.rope_row(x + t * n_heads * head_dim, table + static_cast<int64_t>(pos[t]) * p.n_rot, n_heads,
@@ -141,107 +246,67 @@ class CpuBackend final : public Backend {
     pool_.parallel_for(n, grain, [&](int64_t b, int64_t e, int) { f(b, e); });
   }
 
-  const float* rope_table(const RopeParams& p, const int32_t* pos, int64_t n_tokens);
-
   ThreadPool pool_;
-  // (cos, sin) pairs per position for the rope parameters in use: [n_positions, n_rot / 2, 2].
-  std::vector<float> rope_cache_;
-  RopeParams rope_cache_params_;
-  int64_t rope_cache_positions_ = 0;
+  cpu::RopeTables rope_tables_;
 };
 
-// Rotation frequencies with llama3 / linear scaling, computed in double once per position.
-const float* CpuBackend::rope_table(const RopeParams& p, const int32_t* pos, int64_t n_tokens) {
-  int32_t max_pos = 0;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    STRATA_CHECK(pos[t] >= 0, "negative position");
-    max_pos = std::max(max_pos, pos[t]);
-  }
-  const bool same = rope_cache_params_.style == p.style && rope_cache_params_.n_rot == p.n_rot &&
-                    rope_cache_params_.freq_base == p.freq_base && rope_cache_params_.scaling == p.scaling &&
-                    rope_cache_params_.factor == p.factor &&
-                    rope_cache_params_.llama3_low_freq_factor == p.llama3_low_freq_factor &&
-                    rope_cache_params_.llama3_high_freq_factor == p.llama3_high_freq_factor &&
-                    rope_cache_params_.llama3_original_ctx == p.llama3_original_ctx &&
-                    rope_cache_params_.freq_factors == p.freq_factors;
-  if (same && max_pos < rope_cache_positions_) return rope_cache_.data();
-  const int64_t n_pos = std::max<int64_t>(max_pos + 1, same ? rope_cache_positions_ * 2 : 256);
-  const int half = p.n_rot / 2;
-  std::vector<double> freq(half);
-  for (int i = 0; i < half; ++i) {
-    double f = std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
-    if (p.scaling == RopeParams::Scaling::Linear) {
-      f /= p.factor;
-    } else if (p.scaling == RopeParams::Scaling::Llama3) {
-      const double low_wavelen = p.llama3_original_ctx / p.llama3_low_freq_factor;
-      const double high_wavelen = p.llama3_original_ctx / p.llama3_high_freq_factor;
-      const double wavelen = 2.0 * M_PI / f;
-      if (wavelen > low_wavelen) {
-        f /= p.factor;
-      } else if (wavelen >= high_wavelen) {
-        const double smooth = (p.llama3_original_ctx / wavelen - p.llama3_low_freq_factor) /
-                              (p.llama3_high_freq_factor - p.llama3_low_freq_factor);
-        f = (1.0 - smooth) * f / p.factor + smooth * f;
-      }
-    }
-    if (p.freq_factors) f /= p.freq_factors[i];
-    freq[i] = f;
-  }
-  rope_cache_.resize(static_cast<size_t>(n_pos) * p.n_rot);
-  for (int64_t q = 0; q < n_pos; ++q)
-    for (int i = 0; i < half; ++i) {
-      const double theta = static_cast<double>(q) * freq[i];
-      rope_cache_[q * p.n_rot + 2 * i] = static_cast<float>(std::cos(theta));
-      rope_cache_[q * p.n_rot + 2 * i + 1] = static_cast<float>(std::sin(theta));
-    }
-  rope_cache_params_ = p;
-  rope_cache_positions_ = n_pos;
-  return rope_cache_.data();
-}
-
-void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v, const AttentionBatch& batch) {
-  const int64_t row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v,
+                          const AttentionBatch& batch) {
+  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
+  const int64_t k_row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+  const int64_t v_row = static_cast<int64_t>(kv.n_head_kv) * hd_v;
   const auto& ops = cpu::op_kernels();
   const bool f16 = kv.type == TensorType::F16;
-  for_rows(batch.n_tokens, 2 * row, [&](int64_t t) {
+  for_rows(batch.n_tokens, k_row + v_row, [&](int64_t t) {
     const int64_t slot = batch.slot[t];
     const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
     STRATA_CHECK(block >= 0 && block < kv.n_blocks, "KV slot out of range");
     uint16_t k16[cpu::kMaxHeadDim];
     for (int32_t g = 0; g < kv.n_head_kv; ++g) {
-      const size_t tile = (static_cast<size_t>(block) * kv.n_head_kv + g) * kv.block_size * kv.head_dim;
-      const float* ks = k + t * row + static_cast<int64_t>(g) * kv.head_dim;
-      const float* vs = v + t * row + static_cast<int64_t>(g) * kv.head_dim;
-      const size_t v_at = tile + static_cast<size_t>(offset) * kv.head_dim;  // V: token-major
+      const size_t tile = static_cast<size_t>(block) * kv.n_head_kv + g;
+      const size_t k_at = tile * kv.block_size * kv.head_dim + offset;  // K: transposed
+      const float* ks = k + t * k_row + static_cast<int64_t>(g) * kv.head_dim;
       if (f16) {
-        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, kv.head_dim);
         ops.f32_to_f16(ks, k16, kv.head_dim);
-        uint16_t* kd = static_cast<uint16_t*>(kv.k) + tile + offset;  // K: transposed
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + k_at;
         for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = k16[e];
       } else {
-        std::copy(vs, vs + kv.head_dim, static_cast<float*>(kv.v) + v_at);
-        float* kd = static_cast<float*>(kv.k) + tile + offset;
+        float* kd = static_cast<float*>(kv.k) + k_at;
         for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = ks[e];
       }
+      if (kv.v_in_k) continue;  // MLA: V is read from the K rows
+      const size_t v_at = (tile * kv.block_size + static_cast<size_t>(offset)) * hd_v;  // V: token-major
+      const float* vs = v + t * v_row + static_cast<int64_t>(g) * hd_v;
+      if (f16)
+        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, hd_v);
+      else
+        std::copy(vs, vs + hd_v, static_cast<float*>(kv.v) + v_at);
     }
   });
 }
 
 void CpuBackend::copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) {
   STRATA_CHECK(src >= 0 && src < kv.n_blocks && dst >= 0 && dst < kv.n_blocks);
-  const size_t bytes = static_cast<size_t>(kv.n_head_kv) * kv.block_size * kv.head_dim *
-                       (kv.type == TensorType::F16 ? 2 : 4);
-  for (void* base : {kv.k, kv.v})
+  const size_t elem = kv.type == TensorType::F16 ? 2 : 4;
+  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
+  auto copy = [&](void* base, int32_t dim) {
+    const size_t bytes = static_cast<size_t>(kv.n_head_kv) * kv.block_size * dim * elem;
     std::memcpy(static_cast<uint8_t*>(base) + bytes * static_cast<size_t>(dst),
                 static_cast<const uint8_t*>(base) + bytes * static_cast<size_t>(src), bytes);
+  };
+  copy(kv.k, kv.head_dim);
+  if (!kv.v_in_k) copy(kv.v, hd_v);
 }
 
 void CpuBackend::attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                            const AttentionParams& p, float* out) {
-  STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && kv.block_size <= cpu::kMaxBlockSize);
-  STRATA_CHECK((p.head_dim_v == 0 || p.head_dim_v == p.head_dim) && !kv.v_in_k && p.softcap == 0.0f &&
-                   p.sinks == nullptr,
-               "attention variant not supported by the CPU kernels");
+  const int32_t hd_v = p.head_dim_v > 0 ? p.head_dim_v : p.head_dim;
+  STRATA_CHECK(p.head_dim == kv.head_dim && hd_v == (kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim),
+               "attention head sizes do not match the KV cache");
+  STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && hd_v <= cpu::kMaxHeadDim &&
+               kv.block_size <= cpu::kMaxBlockSize);
+  STRATA_CHECK(!kv.v_in_k || hd_v <= p.head_dim, "MLA: V must be a prefix of the K row");
+  STRATA_CHECK(p.softcap >= 0.0f && std::isfinite(p.softcap));
   STRATA_CHECK(p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0);
   const int32_t group = p.n_head / p.n_head_kv;
   STRATA_CHECK(group <= cpu::kMaxGroup);
@@ -260,16 +325,18 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
   }
   const auto& ops = cpu::op_kernels();
   const auto kernel = kv.type == TensorType::F16 ? ops.attention_f16 : ops.attention_f32;
-  const int64_t row = static_cast<int64_t>(p.n_head) * p.head_dim;
+  const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
+  const int64_t out_row = static_cast<int64_t>(p.n_head) * hd_v;
   const int64_t n_items = static_cast<int64_t>(spans.size()) * p.n_head_kv;
   auto run_item = [&](int64_t item) {
     const Span& sp = spans[item / p.n_head_kv];
     const int32_t g = static_cast<int32_t>(item % p.n_head_kv);
     const int32_t s = batch.seq[sp.first];
     cpu::AttentionChunk c;
-    c.q = q + sp.first * row + static_cast<int64_t>(g) * group * p.head_dim;
-    c.q_stride = row;
-    c.out = out + sp.first * row + static_cast<int64_t>(g) * group * p.head_dim;
+    c.q = q + sp.first * q_row + static_cast<int64_t>(g) * group * p.head_dim;
+    c.q_stride = q_row;
+    c.out = out + sp.first * out_row + static_cast<int64_t>(g) * group * hd_v;
+    c.out_stride = out_row;
     c.pos = batch.pos + sp.first;
     c.n_q = sp.n;
     c.group = group;
@@ -277,8 +344,11 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     c.block_table = batch.block_tables[s];
     c.scale = p.scale;
     c.sliding_window = p.sliding_window;
+    c.softcap = p.softcap;
+    c.sinks = p.sinks ? p.sinks + static_cast<int64_t>(g) * group : nullptr;
     for (int32_t i = 0; i < sp.n; ++i)
-      STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s], "position beyond block table");
+      STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
+                   "position beyond block table");
     kernel(c, kv);
   };
   if (n_items == 1) {
@@ -292,6 +362,8 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
+  return std::make_unique<CpuBackend>(n_threads);
+}
 
 }  // namespace strata

@@ -1,0 +1,11 @@
+// AVX-512 build of the element-wise kernels (same source as vector_ops.cpp, vectorized for
+// AVX-512).
+#include "backend/cpu/vector_ops_impl.h"
+
+namespace strata::cpu {
+
+const VectorKernels& vector_kernels_avx512() {
+  return kVectorKernels;
+}
+
+}  // namespace strata::cpu
