@@ -146,8 +146,8 @@ void EngineCore::emit(Sequence& s, const float* rows, int32_t n_draft) {
     if (i == n_draft || !ok) break;
     ++accepted;
   }
+  s.acceptance.record(std::max(n_draft, s.draft_asked), accepted);
   if (n_draft > 0) {
-    s.acceptance.record(n_draft, accepted);
     s.n_drafted += n_draft;
     s.n_draft_accepted += accepted;
     ++s.n_draft_rounds;

@@ -67,6 +67,7 @@ void EngineCore::plan_speculation() {
   int64_t base_tokens = 0;
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
+    s->draft_asked = 0;
     s->draft.clear();
     s->draft_q.clear();
     const int64_t left = s->n_uncomputed();
@@ -93,7 +94,11 @@ void EngineCore::plan_speculation() {
     Sequence& s = *seqs[i];
     const SpecConfig& spec = s.request->spec;
     const int32_t k = spec.adaptive ? cands[i].k : cands[i].max_k;
-    if (k <= 0) continue;
+    if (k <= 0) {
+      s.acceptance.relax();
+      continue;
+    }
+    s.draft_asked = k;
     // The chain in order: the first cheap drafter with a long enough proposal wins; a model
     // drafter later in the chain drafts after scheduling.
     for (const DraftMethodSpec& m : spec.methods) {
@@ -148,6 +153,7 @@ void EngineCore::draft_with_models(ScheduleOutput& so) {
       if (!is_model_method(m.method)) continue;
       Drafter* d = drafter_for(m);
       STRATA_CHECK(d, "drafter ", m.name(), " is not loaded");
+      s.draft_asked = c.n_draft;  // the scheduler's budget may have shortened it
       by_drafter[d].push_back(make_slot(s, c.n_draft));
       owners[d].push_back(&s);
       break;

@@ -36,6 +36,9 @@ struct Sequence {
   // Speculative decoding: drafts wanted before scheduling, the proposal of this step (never in
   // `tokens` until accepted) with the distributions of sampled drafts, and the acceptance so far.
   int32_t spec_k = 0;
+  // Draft positions asked of the drafter this step; positions it left empty (p_min, no match)
+  // count against the acceptance, so a drafter that rarely proposes stops being asked.
+  int32_t draft_asked = 0;
   std::vector<int32_t> draft;
   std::vector<TokenDistribution> draft_q;
   SpecAcceptance acceptance;

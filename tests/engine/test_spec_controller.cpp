@@ -62,6 +62,26 @@ TEST(SpecAcceptance, TracksTheRecentAcceptanceRate) {
   EXPECT_LT(a.alpha(), 0.05);
 }
 
+TEST(SpecAcceptance, ADrafterThatProposesNothingStopsBeingAskedUntilTheEvidenceFades) {
+  // Asked for 4 drafts and given none (p_min cut the model's proposal): a rejection each round.
+  SpecAcceptance a;
+  for (int i = 0; i < 30; ++i) a.record(4, 0);
+  EXPECT_LT(a.alpha(), 0.1);
+  // A short proposal fully accepted still ends the round early: alpha = 1 / (1 + 1) per round.
+  SpecAcceptance cut;
+  for (int i = 0; i < 100; ++i) cut.record(4, 1);
+  EXPECT_NEAR(cut.alpha(), 0.5, 1e-6);
+  // Steps without drafting pull the estimate back toward the prior (0.6), so drafting is tried again.
+  const double prior = SpecAcceptance().alpha();
+  for (int i = 0; i < 100; ++i) a.relax();
+  EXPECT_NEAR(a.alpha(), prior, 0.02);
+  // The controller drafts for the relaxed sequence again on a memory-bound step.
+  const StepCostModel cost = model({{1, 0.010}, {16, 0.011}});
+  std::vector<SpecCandidate> c = {{a.alpha(), 0.0, 8, 0}};
+  SpecController(&cost).choose(c, 1);
+  EXPECT_GT(c[0].k, 0);
+}
+
 TEST(ExpectedSpeedup, MatchesTheGeometricSeries) {
   // alpha 0.5, free drafts: E[tokens](k) = 2 - 0.5^k, increasing in k.
   EXPECT_NEAR(expected_speedup(0.5, 0.0, 3), 2.0 - 0.125, 1e-12);

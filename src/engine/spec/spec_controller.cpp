@@ -4,11 +4,18 @@
 
 namespace strata {
 
-void SpecAcceptance::record(int32_t n_drafted, int32_t n_accepted) {
-  if (n_drafted <= 0) return;
+void SpecAcceptance::record(int32_t n_asked, int32_t n_accepted) {
+  if (n_asked <= 0) return;
   constexpr double kDecay = 0.9;  // about the last ten rounds
   accepted = accepted * kDecay + n_accepted;
-  rejected = rejected * kDecay + (n_accepted < n_drafted ? 1.0 : 0.0);
+  rejected = rejected * kDecay + (n_accepted < n_asked ? 1.0 : 0.0);
+}
+
+void SpecAcceptance::relax() {
+  constexpr double kPull = 0.05;  // a prior-strength pull per step: back near the prior in ~50 steps
+  const SpecAcceptance prior;
+  accepted += kPull * (prior.accepted - accepted);
+  rejected += kPull * (prior.rejected - rejected);
 }
 
 void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {

@@ -20,7 +20,12 @@ namespace strata {
 struct SpecAcceptance {
   double accepted = 1.2, rejected = 0.8;  // prior: alpha 0.6 with the weight of two rounds
   double alpha() const { return accepted / (accepted + rejected); }
-  void record(int32_t n_drafted, int32_t n_accepted);
+  // A round that asked for n_asked drafts and got n_accepted accepted (a draft cut short by the
+  // drafter ends the round like a rejection).
+  void record(int32_t n_asked, int32_t n_accepted);
+  // A step without drafting: the evidence fades toward the prior, so a sequence whose drafts
+  // stopped paying is probed again after a few dozen steps (text changes character).
+  void relax();
 };
 
 struct SpecCandidate {
