@@ -180,6 +180,10 @@ std::unique_ptr<Sequence> Engine::Impl::make_sequence(RequestState& r, int32_t i
   if (sp.seed) sp.seed = *sp.seed + static_cast<uint64_t>(index);
   s->sampler = std::make_unique<Sampler>(sp, static_cast<int32_t>(model.config().n_vocab));
   s->sampler->set_prompt(r.params.prompt);
+  if (r.params.constraint) {
+    s->constraint = r.params.constraint->make();
+    s->sampler->set_constraint(s->constraint.get());
+  }
   const Tokenizer& tok = model.tokenizer();
   const bool after_bos = r.params.prompt.size() == 1 && r.params.prompt[0] == tok.bos();
   s->detok = std::make_unique<StreamingDetokenizer>(tok, after_bos);
@@ -329,6 +333,10 @@ void Engine::Impl::sample_and_emit(Sequence& s, const float* row_logits) {
   const StopConditions& stop = r.params.stop;
   const int32_t n_vocab = static_cast<int32_t>(model.config().n_vocab);
   const int32_t token = s.sampler->sample(row_logits);
+  if (token == Sampler::kNoToken) {  // the constraint allows no token of this vocabulary
+    finish_sequence(s, FinishReason::Error, "", {}, "no token of the vocabulary can continue the constrained output");
+    return;
+  }
   const auto now = Clock::now();
   EngineMetrics& m = engine.metrics_;
   m.generation_tokens.add();
@@ -346,7 +354,9 @@ void Engine::Impl::sample_and_emit(Sequence& s, const float* row_logits) {
     out.logprob = token_logprob(row_logits, n_vocab, token);
     out.top = top_logprobs(row_logits, n_vocab, r.params.top_logprobs);
   }
-  const bool eog = !stop.ignore_eos && model.tokenizer().is_eog(token);
+  // A constraint allows end-of-generation only once its match is complete: then it ends the
+  // choice even with ignore_eos.
+  const bool eog = (!stop.ignore_eos || s.constraint) && model.tokenizer().is_eog(token);
   const bool stop_token =
       std::find(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), token) != stop.stop_token_ids.end();
   s.sampler->accept(token);
@@ -360,11 +370,16 @@ void Engine::Impl::sample_and_emit(Sequence& s, const float* row_logits) {
   }
   out.piece = model.tokenizer().token_to_piece(token);
   std::string text = s.stop->push(s.detok->push(token));
+  bool grammar_done = false;  // the constrained output is complete and cannot go on
+  if (s.constraint) {
+    STRATA_CHECK(s.constraint->accept(token), "sampled a token the constraint does not allow");
+    grammar_done = s.constraint->is_complete() && !s.constraint->can_continue();
+  }
   FinishReason finish = FinishReason::None;
-  if (s.stop->stopped()) finish = FinishReason::Stop;
+  if (s.stop->stopped() || grammar_done) finish = FinishReason::Stop;
   else if (s.n_generated() >= stop.max_tokens || static_cast<int64_t>(s.tokens.size()) >= max_len)
     finish = FinishReason::Length;
-  if (finish == FinishReason::Length) {
+  if (finish == FinishReason::Length || (grammar_done && !s.stop->stopped())) {
     text += s.stop->push(s.detok->finish());
     if (s.stop->stopped()) finish = FinishReason::Stop;
     text += s.stop->flush();

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
+#include "sampling/token_constraint.h"
 
 namespace strata {
 
@@ -30,6 +32,10 @@ struct RequestParams {
   int32_t n = 1;              // parallel choices sharing the prompt's KV blocks
   int32_t top_logprobs = -1;  // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
   std::string cache_salt;     // prefix-cache isolation: different salts never share blocks
+  // Structured output: each sequence gets its own constraint from this factory; only tokens it
+  // allows are sampled, and the choice finishes ("stop") once the match is complete and cannot
+  // go on, or when an end-of-generation token is sampled (allowed only when complete).
+  std::shared_ptr<const TokenConstraintFactory> constraint;  // null: unconstrained
 };
 
 enum class FinishReason { None, Stop, Length, Abort, Error };

@@ -27,6 +27,7 @@ struct Sequence {
   SequenceStatus status = SequenceStatus::Waiting;
   SequenceKv kv;
   std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<TokenConstraint> constraint;  // of request->params.constraint; the sampler masks with it
   std::unique_ptr<StreamingDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
   uint64_t admitted_order = 0;       // increasing with each admission (preemption picks the max)

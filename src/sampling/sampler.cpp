@@ -64,9 +64,25 @@ void Sampler::apply_penalties_and_bias(std::vector<float>& logits) const {
 
 int32_t Sampler::sample(const float* logits) {
   std::copy(logits, logits + n_vocab_, work_.begin());
+  if (constraint_) {
+    allowed_.assign(static_cast<size_t>(n_vocab_), 1);
+    constraint_->mask(allowed_.data());
+    bool any = false;
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      if (allowed_[static_cast<size_t>(i)])
+        any = true;
+      else
+        work_[static_cast<size_t>(i)] = -std::numeric_limits<float>::infinity();
+    }
+    if (!any) return kNoToken;
+  }
   apply_penalties_and_bias(work_);
-  if (params_.greedy()) return argmax(work_.data(), n_vocab_);
-  return draw(work_);
+  const int32_t token = params_.greedy() ? argmax(work_.data(), n_vocab_) : draw(work_);
+  if (constraint_ && !allowed_[static_cast<size_t>(token)]) {
+    // Every allowed token had a logit of -inf: any allowed one will do.
+    return static_cast<int32_t>(std::find(allowed_.begin(), allowed_.end(), 1) - allowed_.begin());
+  }
+  return token;
 }
 
 // Temperature, then top-k, top-p and min-p on the sorted candidates, then one uniform draw.

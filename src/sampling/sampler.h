@@ -8,6 +8,7 @@
 
 #include "sampling/rng.h"
 #include "sampling/sampling_params.h"
+#include "sampling/token_constraint.h"
 
 namespace strata {
 
@@ -19,8 +20,15 @@ class Sampler {
   void set_prompt(const std::vector<int32_t>& prompt);
   // Records a generated token (for the penalties).
   void accept(int32_t token);
-  // Chooses the next token from logits: [n_vocab] (not modified).
+  // Chooses the next token from logits: [n_vocab] (not modified). With a constraint, only
+  // tokens it allows can be chosen (the others are -inf before penalties, top-k/p and greedy
+  // argmax); kNoToken when it allows none.
   int32_t sample(const float* logits);
+  static constexpr int32_t kNoToken = -1;
+
+  // Structured output: the constraint whose mask sample() applies (not owned; nullptr: none).
+  // The caller advances it with the tokens it keeps.
+  void set_constraint(TokenConstraint* constraint) { constraint_ = constraint; }
 
   const SamplingParams& params() const { return params_; }
 
@@ -35,6 +43,8 @@ class Sampler {
   std::vector<uint8_t> in_prompt_;  // [n_vocab] token seen in prompt or output
   std::vector<float> work_;         // [n_vocab]
   std::vector<int32_t> order_;      // [n_vocab]
+  TokenConstraint* constraint_ = nullptr;
+  std::vector<uint8_t> allowed_;  // [n_vocab] the constraint's mask
 };
 
 // Log-probability of `token` and the `k` most likely tokens under softmax(logits).
