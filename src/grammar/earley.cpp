@@ -1,6 +1,8 @@
 #include "grammar/earley.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "core/check.h"
 #include "grammar/limits.h"
@@ -222,6 +224,40 @@ bool EarleyParser::push(uint8_t byte) {
     return false;
   }
   return true;
+}
+
+int32_t EarleyParser::bytes_to_complete(const std::vector<int32_t>& to_rule_end) const {
+  constexpr int32_t kInf = INT32_MAX / 4;
+  // after[(set, rule)]: fewest bytes to finish everything once `rule`, started at `set`,
+  // completes: the root needs nothing more; another rule continues its callers that waited
+  // for it in that set.
+  std::map<std::pair<int32_t, int32_t>, int32_t> memo;
+  std::function<int32_t(int32_t, int32_t, int)> after = [&](int32_t set, int32_t rule, int depth) -> int32_t {
+    if (set == 0 && rule == g_.root()) return 0;
+    if (depth > 4096) return kInf;
+    const auto key = std::make_pair(set, rule);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+    memo[key] = kInf;  // cycles (nullable rules) add nothing
+    int32_t best = kInf;
+    const uint32_t end = static_cast<size_t>(set) + 1 < sets_.size()
+                             ? sets_[static_cast<size_t>(set) + 1].waits_begin
+                             : static_cast<uint32_t>(waits_.size());
+    for (uint32_t w = sets_[static_cast<size_t>(set)].waits_begin; w < end; ++w) {
+      const Wait& wt = waits_[w];
+      if (wt.rule != rule) continue;
+      const int32_t rest = to_rule_end[static_cast<size_t>(wt.target)];
+      if (rest >= kInf) continue;
+      best = std::min(best, rest + after(wt.origin, g_.state(wt.target).rule, depth + 1));
+    }
+    return memo[key] = best;
+  };
+  int32_t best = kInf;
+  for (size_t k = sets_.back().items_begin; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    const int32_t own = to_rule_end[static_cast<size_t>(it.state)];
+    if (own < kInf) best = std::min(best, own + after(it.origin, g_.state(it.state).rule, 0));
+  }
+  return best;
 }
 
 void EarleyParser::scannable_states(std::vector<int32_t>& out) const {

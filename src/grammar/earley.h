@@ -53,6 +53,9 @@ class EarleyParser {
   bool origin0_final() const { return sets_.back().flags & kOrigin0Final; }
   // Set k has an item of origin 0 at a final state.
   bool origin0_final_at(size_t k) const { return sets_[k].flags & kOrigin0Final; }
+  // The fewest bytes that complete the root from the last set (root mode), given
+  // bytes_to_rule_end(grammar); INT32_MAX / 4 when it cannot complete.
+  int32_t bytes_to_complete(const std::vector<int32_t>& to_rule_end) const;
   // Distinct states of the last set's items that have byte edges, ascending.
   void scannable_states(std::vector<int32_t>& out) const;
 

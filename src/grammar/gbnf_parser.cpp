@@ -244,10 +244,11 @@ class GbnfParser {
   }
 
   ExprId parse_literal() {
+    const size_t start = pos_;
     ++pos_;  // '"'
     std::string bytes;
     while (peek() != '"') {
-      if (at_end()) fail("unterminated string literal");
+      if (at_end()) fail_at(where(start), "unterminated string literal");
       const uint32_t c = parse_char();
       if (c >= 0xD800 && c <= 0xDFFF) fail("surrogate code points have no UTF-8 encoding");
       append_utf8(c, bytes);
@@ -257,12 +258,13 @@ class GbnfParser {
   }
 
   ExprId parse_class() {
+    const size_t start = pos_;
     ++pos_;  // '['
     const bool negated = peek() == '^';
     if (negated) ++pos_;
     CodepointSet set;
     while (peek() != ']') {
-      if (at_end()) fail("unterminated character class");
+      if (at_end()) fail_at(where(start), "unterminated character class");
       const uint32_t lo = parse_char();
       uint32_t hi = lo;
       if (peek() == '-' && peek(1) != ']' && pos_ + 1 < text_.size()) {

@@ -372,4 +372,24 @@ Grammar compile_grammar(const GrammarAst& ast) {
   return GrammarAssembler(ast).run();
 }
 
+std::vector<int32_t> bytes_to_rule_end(const Grammar& g) {
+  constexpr int32_t kInf = INT32_MAX / 4;
+  std::vector<int32_t> dist(static_cast<size_t>(g.n_states()), kInf);
+  // Bellman-Ford over all states at once: dist(s) = 0 if final, else the cheapest edge, a
+  // byte costing 1 and a reference the called rule's start distance.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t s = g.n_states(); s-- > 0;) {
+      int32_t best = g.state(s).final ? 0 : kInf;
+      for (const ByteEdge& e : g.byte_edges(s))
+        best = std::min(best, dist[static_cast<size_t>(e.target)] + 1);
+      for (const RefEdge& e : g.ref_edges(s))
+        best = std::min(
+            best, dist[static_cast<size_t>(g.rule_start(e.rule))] + dist[static_cast<size_t>(e.target)]);
+      if (best < dist[static_cast<size_t>(s)]) dist[static_cast<size_t>(s)] = best, changed = true;
+    }
+  }
+  return dist;
+}
+
 }  // namespace strata::grammar

@@ -70,4 +70,8 @@ class Grammar {
 // Throws GrammarError for a grammar that cannot be compiled (see the file comment).
 Grammar compile_grammar(const GrammarAst& ast);
 
+// For every state, the fewest bytes that reach a final state of its rule (called rules count
+// their own fewest bytes); used to steer an output towards completion.
+std::vector<int32_t> bytes_to_rule_end(const Grammar& g);
+
 }  // namespace strata::grammar

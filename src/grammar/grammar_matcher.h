@@ -46,6 +46,10 @@ class GrammarMatcher : public TokenConstraint {
   // Reads raw bytes (not a token); false and unchanged if they do not fit.
   bool accept_bytes(std::string_view bytes);
   int32_t n_accepted() const { return static_cast<int32_t>(history_.size()); }
+  // Fewest bytes to a complete match (see EarleyParser::bytes_to_complete).
+  int32_t bytes_to_complete(const std::vector<int32_t>& to_rule_end) const {
+    return ended_ ? 0 : parser_.bytes_to_complete(to_rule_end);
+  }
   // Of the last mask(): the states read from the cache and the tokens checked at run time.
   struct MaskStats {
     int32_t states = 0, checked = 0;

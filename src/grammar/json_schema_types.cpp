@@ -24,7 +24,8 @@ int32_t count_field(const Json& s, const char* key, const std::string& path, int
   return static_cast<int32_t>(v);
 }
 
-// Regexes of the supported string formats (matched as the whole string).
+// Regexes of the string formats (matched as the whole string). Host names are built from
+// the shared `label` below, in string_format().
 const std::map<std::string, std::string>& format_patterns() {
   static const std::string date =
       "[1-9][0-9]{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|"
@@ -32,17 +33,17 @@ const std::map<std::string, std::string>& format_patterns() {
   static const std::string time =
       "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
   static const std::string octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-  static const std::string label = "[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*";
   static const std::map<std::string, std::string> f = {
       {"date", date},
       {"time", time},
       {"date-time", date + "T" + time},
       {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
-      {"email", "[a-zA-Z0-9._+-]+@" + label + "(?:\\." + label + ")+"},
       {"ipv4", "(?:" + octet + "\\.){3}" + octet},
       {"ipv6", "[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){7}"},
-      {"hostname", label + "(?:\\." + label + ")*"},
-      {"uri", "https?://" + label + "(?:\\." + label + ")*(?:/[a-zA-Z0-9._~-]*)*"},
+      // A DNS label (RFC 1123): letters and digits, inner hyphens, at most 63 characters.
+      {"label", "[a-z0-9]{1,24}(?:-[a-z0-9]{1,24})?"},
+      {"email-local", "[a-zA-Z0-9._+-]{1,64}"},
+      {"uri-path", "(?:/[a-zA-Z0-9._~-]*)*"},
   };
   return f;
 }
@@ -53,7 +54,7 @@ ExprId SchemaCompiler::shared(const std::string& key, const std::function<ExprId
   auto [it, fresh] = shared_rules_.emplace(key, -1);
   if (fresh) {
     const ExprId body = build();
-    it->second = ast_.add_rule("shared-" + std::to_string(shared_rules_.size()), body, /*shared=*/true);
+    it->second = ast_.add_rule("shared-" + std::to_string(ast_.rules.size()), body, /*shared=*/true);
   }
   return ast_.ref(it->second);
 }
@@ -64,9 +65,24 @@ ExprId SchemaCompiler::as_rule(ExprId e, const std::string& name) {
 }
 
 ExprId SchemaCompiler::string_format(const std::string& format, const std::string& path) {
-  const auto it = format_patterns().find(format);
-  if (it == format_patterns().end()) fail(path, "the string format '" + format + "' is not supported");
-  return parse_regex(it->second, ast_, /*json_escape=*/true);
+  auto regex = [&](const char* name) {
+    return shared(std::string("format-part:") + name,
+                  [&] { return parse_regex(format_patterns().at(name), ast_, /*json_escape=*/true); });
+  };
+  // At most four labels: a name of up to 4 * 49 + 3 characters, within RFC 1123's 253.
+  auto host = [&](int32_t min_dots) {
+    return ast_.seq(
+        {regex("label"), ast_.repeat(ast_.seq({ast_.literal("."), regex("label")}), min_dots, 3)});
+  };
+  if (format == "hostname") return host(0);
+  if (format == "email") return ast_.seq({regex("email-local"), ast_.literal("@"), host(1)});
+  if (format == "uri")
+    return ast_.seq(
+        {ast_.alt({ast_.literal("https://"), ast_.literal("http://")}), host(0), regex("uri-path")});
+  if (format == "label" || format.starts_with("email-") || format.starts_with("uri-") ||
+      !format_patterns().count(format))
+    fail(path, "the string format '" + format + "' is not supported");
+  return parse_regex(format_patterns().at(format), ast_, /*json_escape=*/true);
 }
 
 ExprId SchemaCompiler::visit_string(const Json& s, const std::string& path) {
@@ -211,10 +227,21 @@ ExprId SchemaCompiler::visit_object(const Json& s, const std::string& path, int 
       required.push_back(req.count(name) ? 1 : 0);
     }
   }
-  for (const std::string& name : req) {  // required but not described: any value
+  // Required but not described: an additional property, valued as additionalProperties says.
+  const auto additional = s.find("additionalProperties");
+  for (const std::string& name : req) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    ExprId value;
+    if (additional == s.end() || (additional->is_boolean() && additional->get<bool>())) {
+      value = json_.value();
+    } else if (additional->is_boolean()) {
+      fail(path, "the required property '" + name + "' is not allowed by 'additionalProperties': false");
+    } else {
+      value = visit(*additional, path + "/additionalProperties", depth + 1);
+    }
     names.push_back(name);
-    members.push_back(ast_.seq({json_.quoted(name), json_.colon(), json_.value()}));
+    members.push_back(as_rule(ast_.seq({json_.quoted(name), json_.colon(), value}),
+                              "object" + std::to_string(id) + "-m" + std::to_string(members.size() + 1)));
     required.push_back(1);
   }
   bool extra_allowed = false;

@@ -28,7 +28,7 @@ inline constexpr size_t kMaxStates = 1u << 19;     // compiled automaton states
 // Automaton construction and analysis steps of one compile.
 inline constexpr int64_t kMaxCompileWork = int64_t{1} << 26;
 // Trie steps spent precomputing token masks (a wide state of a 32k vocabulary costs ~1e5).
-inline constexpr int64_t kMaxMaskWork = int64_t{150} << 20;
+inline constexpr int64_t kMaxMaskWork = int64_t{48} << 20;
 // Recognizer: items in one Earley set, and over one sequence's whole output.
 inline constexpr size_t kMaxItemsPerSet = 1u << 15;
 inline constexpr size_t kMaxItemsTotal = 1u << 24;

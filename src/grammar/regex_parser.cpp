@@ -21,6 +21,13 @@ CodepointSet space_set() {
   s.add(' ');
   return s;
 }
+// The ASCII characters Python's \s matches: also the separators U+001C..U+001F. A negation
+// (\S, [^\s]) leaves out all of them.
+CodepointSet python_space_set() {
+  CodepointSet s = space_set();
+  s.add(0x1C, 0x1F);
+  return s;
+}
 CodepointSet ascii_complement(const CodepointSet& s) {
   return s.complement().intersect(CodepointSet(0, 0x7F));
 }
@@ -233,7 +240,7 @@ class RegexParser {
       case 's':
         return space_set();
       case 'S':
-        return ascii_complement(space_set());
+        return ascii_complement(python_space_set());
       case 'n':
         return CodepointSet('\n');
       case 't':
@@ -281,6 +288,7 @@ class RegexParser {
     const bool negated = peek() == '^';
     if (negated) ++pos_;
     CodepointSet set;
+    CodepointSet negatable;       // what a negation removes: like `set`, with Python's wider \s
     bool has_wide_class = false;  // \D \W \S, or \d \w \s under negation: kept within ASCII
     bool first = true;
     for (;;) {
@@ -294,6 +302,7 @@ class RegexParser {
         has_wide_class =
             has_wide_class || k == 'd' || k == 'w' || k == 's' || k == 'D' || k == 'W' || k == 'S';
         lo_set = parse_escape(true);
+        if (k == 's') negatable.add(python_space_set());
       } else {
         lo_set = CodepointSet(read_codepoint());
       }
@@ -306,13 +315,15 @@ class RegexParser {
         const uint32_t lo = lo_set.ranges()[0].lo, hi = hi_set.ranges()[0].lo;
         if (hi < lo) fail("has a character range with its end before its start");
         set.add(lo, hi);
+        negatable.add(lo, hi);
       } else {
         set.add(lo_set);
+        negatable.add(lo_set);
       }
     }
     ++pos_;  // ']'
     if (!negated) return set;
-    return has_wide_class ? ascii_complement(set) : set.complement();
+    return has_wide_class ? ascii_complement(negatable) : negatable.complement();
   }
 
   std::string_view p_;
