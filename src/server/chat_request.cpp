@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/common_fields.h"
 #include "server/generation_request.h"
+#include "server/structured_output.h"
 
 namespace strata::server {
 namespace {
@@ -65,12 +66,6 @@ void check_tool_fields(const JsonFields& f) {
   if (const ChatJson* choice = f.get("tool_choice")) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
       throw invalid_value("tool_choice", "Only 'tool_choice' \"none\" and \"auto\" are supported.");
-  }
-  if (const ChatJson* format = f.get("response_format")) {
-    if (!format->is_object()) throw invalid_type("response_format", "'response_format' must be an object.");
-    const auto type = JsonFields(*format).string("type", 64);
-    if (type && *type != "text")
-      throw invalid_value("response_format", "'response_format' type '" + *type + "' is not supported.");
   }
 }
 
@@ -135,6 +130,7 @@ GenerationRequest parse_chat_request(const ChatJson& body, const ServedModel& mo
   }
   req.prompts.push_back(render_chat_prompt(body, model));
   resolve_output_limit(req, model, max_tokens, /*default_fills_context=*/true);
+  parse_structured_output(f, model, req);  // last: compiling is the costly part
   return req;
 }
 

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
+#include "grammar/constraint_spec.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,6 +44,8 @@ struct ServedModel {
   const ChatTemplate* chat_template = nullptr;
   std::string name;                 // the served model name (the `model` field must match it)
   int64_t max_sequence_tokens = 0;  // prompt + output of one sequence: min(model length, KV pool)
+  // Compiles (and caches) structured-output constraints for this tokenizer; null: none.
+  std::shared_ptr<grammar::ConstraintCache> constraints;
 };
 
 // Limits of one request, beyond the model's.

@@ -20,6 +20,8 @@ AttachedModel::AttachedModel(Engine& e, ChatTemplate tmpl, const std::string& na
   served.chat_template = &chat_template;
   served.name = name;
   served.max_sequence_tokens = engine.capacity_tokens();
+  served.constraints =
+      std::make_shared<grammar::ConstraintCache>(grammar::TokenVocab::from_tokenizer(engine.model().tokenizer()));
 }
 
 AttachedModel& ServerContext::require_ready() const {
