@@ -42,7 +42,7 @@ const std::map<std::string, std::string>& format_patterns() {
       {"ipv6", "[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){7}"},
       // A DNS label (RFC 1123): letters and digits, inner hyphens, at most 63 characters.
       {"label", "[a-z0-9]{1,24}(?:-[a-z0-9]{1,24})?"},
-      {"email-local", "[a-zA-Z0-9._+-]{1,64}"},
+      {"email-local", "[a-zA-Z0-9_+-]+(?:\\.[a-zA-Z0-9_+-]+)*"},
       {"uri-path", "(?:/[a-zA-Z0-9._~-]*)*"},
   };
   return f;
