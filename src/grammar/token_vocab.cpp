@@ -24,8 +24,8 @@ TokenVocab::TokenVocab(std::vector<std::string> pieces, std::vector<int32_t> eog
   build_trie();
 }
 
-std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok) {
-  std::vector<std::string> pieces(static_cast<size_t>(tok.n_vocab()));
+std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok, int32_t n_total) {
+  std::vector<std::string> pieces(static_cast<size_t>(std::max(tok.n_vocab(), n_total)));
   for (int32_t id = 0; id < tok.n_vocab(); ++id) pieces[static_cast<size_t>(id)] = tok.token_to_piece(id);
   return std::make_shared<TokenVocab>(std::move(pieces), tok.eog_tokens());
 }

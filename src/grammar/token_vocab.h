@@ -30,7 +30,9 @@ class TokenVocab {
 
   // pieces[id]: the token's bytes ("" for tokens that never appear in text).
   TokenVocab(std::vector<std::string> pieces, std::vector<int32_t> eog);
-  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tok);
+  // n_total: the model's vocabulary size when its output has more rows than the tokenizer has
+  // tokens (padded embeddings); the extra ids are never allowed.
+  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tok, int32_t n_total = 0);
 
   int32_t n_vocab() const { return static_cast<int32_t>(offsets_.size()) - 1; }
   std::string_view piece(int32_t id) const {

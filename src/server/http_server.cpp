@@ -21,7 +21,8 @@ AttachedModel::AttachedModel(Engine& e, ChatTemplate tmpl, const std::string& na
   served.name = name;
   served.max_sequence_tokens = engine.capacity_tokens();
   served.constraints =
-      std::make_shared<grammar::ConstraintCache>(grammar::TokenVocab::from_tokenizer(engine.model().tokenizer()));
+      std::make_shared<grammar::ConstraintCache>(grammar::TokenVocab::from_tokenizer(
+          engine.model().tokenizer(), static_cast<int32_t>(engine.model().config().n_vocab)));
 }
 
 AttachedModel& ServerContext::require_ready() const {

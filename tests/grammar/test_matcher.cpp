@@ -5,6 +5,8 @@
 
 #include <random>
 
+#include "common/fixtures.h"
+#include "formats/gguf_reader.h"
 #include "grammar_test_util.h"
 
 namespace strata::test {
@@ -177,6 +179,25 @@ TEST(Matcher, RollbackEqualsReplay) {
       }
     }
   }
+}
+
+// Models whose output has more rows than the tokenizer has tokens: the extra ids are never
+// allowed (the mask is as long as the model's vocabulary).
+TEST(Matcher, PaddedVocabularyRowsAreNeverAllowed) {
+  const auto file = GgufFile::open(shared_path("models/stories260K/stories260K.gguf"));
+  const auto tok = Tokenizer::from_metadata(file->metadata());
+  const auto vocab = grammar::TokenVocab::from_tokenizer(*tok, tok->n_vocab() + 7);
+  ASSERT_EQ(vocab->n_vocab(), tok->n_vocab() + 7);
+  ConstraintSpec any;
+  any.kind = grammar::ConstraintKind::JsonObject;
+  const auto f = grammar::compile_constraint(any, vocab);
+  auto m = f->make();
+  static_cast<GrammarMatcher&>(*m).accept_bytes("{\"a\": \"");
+  std::vector<uint8_t> allowed(static_cast<size_t>(vocab->n_vocab()), 1);
+  m->mask(allowed.data());
+  for (int32_t t = tok->n_vocab(); t < vocab->n_vocab(); ++t)
+    EXPECT_EQ(allowed[static_cast<size_t>(t)], 0) << t;
+  EXPECT_FALSE(m->accept(tok->n_vocab()));
 }
 
 TEST(Matcher, SequencesOfOneFactoryAreIndependent) {
