@@ -126,9 +126,9 @@ void BM_MaskPerToken(benchmark::State& state, ConstraintSpec spec, std::string t
       static_cast<double>(checked) / static_cast<double>(std::max<int64_t>(masks, 1));
 }
 
-// The sampler on 32k logits (temperature 0.8, top-p 0.95), unconstrained and with a
-// constraint inside a JSON string (its widest state).
-void BM_Sample(benchmark::State& state, bool constrained) {
+// The sampler on 32k logits (temperature 1; top-k off, which sorts the whole vocabulary, or
+// 40), unconstrained and with a constraint inside a JSON string (its widest state).
+void BM_Sample(benchmark::State& state, bool constrained, int32_t top_k) {
   const auto v = vocab();
   const int32_t n = v->n_vocab();
   std::mt19937 rng(1);
@@ -136,8 +136,8 @@ void BM_Sample(benchmark::State& state, bool constrained) {
   std::vector<float> logits(static_cast<size_t>(n));
   for (float& l : logits) l = normal(rng);
   SamplingParams sp;
-  sp.temperature = 0.8f;
-  sp.top_p = 0.95f;
+  sp.temperature = 1.0f;
+  sp.top_k = top_k;
   sp.seed = 1;
   Sampler sampler(sp, n);
   const auto f = grammar::compile_constraint(json_object(), v);
@@ -164,8 +164,10 @@ BENCHMARK_CAPTURE(BM_MaskPerToken, person, suite_schema("person"), kPersonText)
 BENCHMARK_CAPTURE(BM_MaskPerToken, invoice, suite_schema("invoice"), kInvoiceText)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MaskPerToken, json_object, json_object(), kObjectText)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Sample, unconstrained, false)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Sample, constrained, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sample, unconstrained, false, 0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sample, constrained, true, 0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sample, unconstrained_top_k40, false, 40)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sample, constrained_top_k40, true, 40)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace strata

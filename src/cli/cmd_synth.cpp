@@ -17,6 +17,7 @@ struct SynthCliOptions {
   std::string out;
   uint64_t seed = 42;
   int threads = 0;
+  std::string vocab;
 };
 
 void run(const SynthCliOptions& o) {
@@ -27,12 +28,14 @@ void run(const SynthCliOptions& o) {
   so.type = *type;
   so.seed = o.seed;
   so.n_threads = o.threads;
+  so.vocab_path = o.vocab;
   const bool tty = isatty(STDERR_FILENO);
   write_synthetic_model(preset, so, o.out, [tty](size_t done, size_t total) {
     if (tty) std::fprintf(stderr, "\rwriting tensors: %zu/%zu", done, total);
     if (tty && done == total) std::fputc('\n', stderr);
   });
-  std::fprintf(stderr, "wrote %s (%s, %s)\n", o.out.c_str(), preset.name.c_str(), std::string(type_name(*type)).c_str());
+  std::fprintf(stderr, "wrote %s (%s, %s)\n", o.out.c_str(), preset.name.c_str(),
+               std::string(type_name(*type)).c_str());
 }
 
 void setup(CLI::App& cmd) {
@@ -44,6 +47,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("-o,--output", o->out, "Output GGUF file")->required();
   cmd.add_option("--seed", o->seed, "Random seed");
   cmd.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--vocab", o->vocab, "GGUF whose tokenizer replaces the synthetic one (same token count)");
   cmd.callback([o] { run(*o); });
 }
 

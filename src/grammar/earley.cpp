@@ -42,7 +42,8 @@ void EarleyParser::reset_empty() {
   sets_.push_back({0, 0, 0});
 }
 
-bool EarleyParser::push_inject(uint8_t byte, std::span<const int32_t> inject) {
+// Opens a new set holding the items of the last one that read `byte` (not yet closed).
+void EarleyParser::scan(uint8_t byte) {
   const Set cur = sets_.back();
   const auto end = static_cast<uint32_t>(items_.size());
   sets_.push_back({end, static_cast<uint32_t>(waits_.size()), 0});
@@ -51,10 +52,15 @@ bool EarleyParser::push_inject(uint8_t byte, std::span<const int32_t> inject) {
   for (uint32_t k = cur.items_begin; k < end; ++k) {
     const Item it = items_[k];
     for (const ByteEdge& e : g_.byte_edges(it.state)) {
-      if (e.lo > byte) break;
+      if (e.lo > byte) break;  // sorted by lo
       if (byte <= e.hi) add(e.target, it.origin);
     }
   }
+}
+
+bool EarleyParser::push_inject(uint8_t byte, std::span<const int32_t> inject) {
+  const auto end = static_cast<uint32_t>(items_.size());
+  scan(byte);
   for (int32_t s : inject) add(s, 0);
   if (items_.size() != end) close_set();
   if (overflow_) {
@@ -76,6 +82,12 @@ void EarleyParser::begin_set() {
   }
 }
 
+namespace {
+uint64_t item_key(int32_t state, int32_t origin) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(origin);
+}
+}  // namespace
+
 bool EarleyParser::hashed_contains_or_insert(uint64_t key) {
   const size_t mask = hash_keys_.size() - 1;
   size_t h = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
@@ -92,8 +104,7 @@ bool EarleyParser::hashed_contains_or_insert(uint64_t key) {
 bool EarleyParser::add(int32_t state, int32_t origin) {
   const uint32_t begin = sets_.back().items_begin;
   const auto size = static_cast<uint32_t>(items_.size()) - begin;
-  const uint64_t key =
-      (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(origin);
+  const uint64_t key = item_key(state, origin);
   if (!hashing_) {
     for (uint32_t k = begin; k < items_.size(); ++k)
       if (items_[k].state == state && items_[k].origin == origin) return true;
@@ -108,8 +119,7 @@ bool EarleyParser::add(int32_t state, int32_t origin) {
       }
       hashing_ = true;
       for (uint32_t k = begin; k < items_.size(); ++k)
-        hashed_contains_or_insert((static_cast<uint64_t>(static_cast<uint32_t>(items_[k].state)) << 32) |
-                                  static_cast<uint32_t>(items_[k].origin));
+        hashed_contains_or_insert(item_key(items_[k].state, items_[k].origin));
     }
   }
   if (hashing_) {
@@ -119,8 +129,7 @@ bool EarleyParser::add(int32_t state, int32_t origin) {
       hash_stamps_.assign(hash_keys_.size(), 0);
       stamp_ = 1;
       for (uint32_t k = begin; k < items_.size(); ++k)
-        hashed_contains_or_insert((static_cast<uint64_t>(static_cast<uint32_t>(items_[k].state)) << 32) |
-                                  static_cast<uint32_t>(items_[k].origin));
+        hashed_contains_or_insert(item_key(items_[k].state, items_[k].origin));
     }
     if (hashed_contains_or_insert(key)) return true;
   }
@@ -193,7 +202,7 @@ bool EarleyParser::push_single(uint8_t byte, bool& done) {
       if (root_mode_ && st.rule == g_.root()) flags |= kRootComplete;
     }
   }
-  if (items_.size() >= kMaxItemsTotal) return true;  // done, failed
+  if (items_.size() >= kMaxItemsTotal) return false;  // done: failed
   sets_.push_back({end, static_cast<uint32_t>(waits_.size()), flags});
   items_.push_back({target, it.origin});
   return true;
@@ -203,19 +212,9 @@ bool EarleyParser::push(uint8_t byte) {
   bool done;
   const bool ok = push_single(byte, done);
   if (done) return ok;
-  const Set cur = sets_.back();
   const auto end = static_cast<uint32_t>(items_.size());
   const auto wait_end = static_cast<uint32_t>(waits_.size());
-  sets_.push_back({end, wait_end, 0});
-  begin_set();
-  overflow_ = false;
-  for (uint32_t k = cur.items_begin; k < end; ++k) {
-    const Item it = items_[k];
-    for (const ByteEdge& e : g_.byte_edges(it.state)) {
-      if (e.lo > byte) break;  // sorted by lo
-      if (byte <= e.hi) add(e.target, it.origin);
-    }
-  }
+  scan(byte);
   if (items_.size() != end) close_set();
   if (items_.size() == end || overflow_) {
     items_.resize(end);

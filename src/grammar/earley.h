@@ -74,6 +74,7 @@ class EarleyParser {
   static constexpr uint32_t kLinearScan = 12;  // sets up to this size dedupe by scanning
 
   bool push_single(uint8_t byte, bool& done);
+  void scan(uint8_t byte);
   void begin_set();
   bool add(int32_t state, int32_t origin);
   void close_set();

@@ -224,7 +224,7 @@ ExprId SchemaCompiler::visit_ref(const std::string& ref, const std::string& path
   if (const auto it = ref_rules_.find(ref); it != ref_rules_.end()) return ast_.ref(it->second);
   const Json& target = resolve(ref, path);
   // Declared first, so that a recursive reference finds the rule.
-  const int32_t rule = ast_.add_rule(rule_name_for(ref, ref_rules_.size()), -1);
+  const int32_t rule = ast_.add_rule(prefix() + rule_name_for(ref, ref_rules_.size()), -1);
   ref_rules_.emplace(ref, rule);
   const ExprId body = visit(target, ref, depth + 1);
   ast_.rules[static_cast<size_t>(rule)].body = body;
@@ -345,11 +345,14 @@ Json SchemaCompiler::merge(const Json& a, const Json& b, const std::string& path
   return out;
 }
 
+ExprId add_json_schema(GrammarAst& ast, const Json& schema, const std::string& prefix) {
+  return SchemaCompiler(schema, ast, prefix).visit(schema, "#", 0);
+}
+
 GrammarAst json_schema_grammar(const Json& schema) {
   GrammarAst ast;
-  SchemaCompiler compiler(schema, ast);
   const int32_t root = ast.add_rule("root", -1);
-  const ExprId body = compiler.visit(schema, "#", 0);
+  const ExprId body = add_json_schema(ast, schema, "");
   ast.rules[static_cast<size_t>(root)].body = body;
   ast.root = root;
   return ast;

@@ -21,4 +21,9 @@ namespace strata::grammar {
 
 GrammarAst json_schema_grammar(const nlohmann::ordered_json& schema);
 
+// Adds the rules of `schema` to `ast`, their names starting with `prefix` (several schemas can
+// then live in one grammar: one per tool of a tool-calling grammar), and returns the expression
+// of a valid value.
+ExprId add_json_schema(GrammarAst& ast, const nlohmann::ordered_json& schema, const std::string& prefix);
+
 }  // namespace strata::grammar

@@ -20,7 +20,9 @@ inline constexpr size_t kMaxProperties = 1 << 12;
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const Json& root, GrammarAst& ast) : root_(root), ast_(ast), json_(ast) {}
+  // Rules are named with `prefix` first, so that several schemas can share one grammar.
+  SchemaCompiler(const Json& root, GrammarAst& ast, const std::string& prefix = "")
+      : root_(root), ast_(ast), json_(ast, prefix) {}
 
   // The expression of values valid against `s` (found at `path`, e.g. "#/properties/a").
   ExprId visit(const Json& s, const std::string& path, int depth);
@@ -51,6 +53,7 @@ class SchemaCompiler {
   // places an object member appears in) then refer to one set of automaton states.
   ExprId as_rule(ExprId e, const std::string& name);
 
+  const std::string& prefix() const { return json_.prefix(); }
   const Json& root_;
   GrammarAst& ast_;
   JsonBuilder json_;

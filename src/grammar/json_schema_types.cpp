@@ -54,7 +54,8 @@ ExprId SchemaCompiler::shared(const std::string& key, const std::function<ExprId
   auto [it, fresh] = shared_rules_.emplace(key, -1);
   if (fresh) {
     const ExprId body = build();
-    it->second = ast_.add_rule("shared-" + std::to_string(ast_.rules.size()), body, /*shared=*/true);
+    it->second =
+        ast_.add_rule(prefix() + "shared-" + std::to_string(ast_.rules.size()), body, /*shared=*/true);
   }
   return ast_.ref(it->second);
 }
@@ -222,8 +223,8 @@ ExprId SchemaCompiler::visit_object(const Json& s, const std::string& path, int 
       names.push_back(name);
       const ExprId member = ast_.seq(
           {json_.quoted(name), json_.colon(), visit(schema, path + "/properties/" + name, depth + 1)});
-      members.push_back(
-          as_rule(member, "object" + std::to_string(id) + "-m" + std::to_string(members.size() + 1)));
+      members.push_back(as_rule(
+          member, prefix() + "object" + std::to_string(id) + "-m" + std::to_string(members.size() + 1)));
       required.push_back(req.count(name) ? 1 : 0);
     }
   }
@@ -240,14 +241,15 @@ ExprId SchemaCompiler::visit_object(const Json& s, const std::string& path, int 
       value = visit(*additional, path + "/additionalProperties", depth + 1);
     }
     names.push_back(name);
-    members.push_back(as_rule(ast_.seq({json_.quoted(name), json_.colon(), value}),
-                              "object" + std::to_string(id) + "-m" + std::to_string(members.size() + 1)));
+    members.push_back(
+        as_rule(ast_.seq({json_.quoted(name), json_.colon(), value}),
+                prefix() + "object" + std::to_string(id) + "-m" + std::to_string(members.size() + 1)));
     required.push_back(1);
   }
   bool extra_allowed = false;
   const ExprId extra_value = additional_value(s, path, depth, extra_allowed);
   const size_t n = members.size();
-  const std::string base = "object" + std::to_string(id);
+  const std::string base = prefix() + "object" + std::to_string(id);
   // Tails after the named members: the extra members.
   ExprId r_next = ast_.empty();  // R[n]
   ExprId f_next = -1;            // F[n]: -1 = impossible (nothing left to write)
@@ -281,18 +283,18 @@ ExprId SchemaCompiler::visit_object(const Json& s, const std::string& path, int 
 // [e1, e2, ...]: prefixItems first, then `items` (or additionalItems after a tuple `items`),
 // with minItems..maxItems elements in all.
 ExprId SchemaCompiler::visit_array(const Json& s, const std::string& path, int depth) {
-  std::vector<const Json*> prefix;
+  std::vector<const Json*> tuple;
   const Json* rest = nullptr;  // schema of the elements after the prefix; nullptr: none allowed
   static const Json kAny = true;
   const Json* items = s.contains("items") ? &s["items"] : nullptr;
   std::string prefix_key = "prefixItems";
   if (const auto it = s.find("prefixItems"); it != s.end()) {
     if (!it->is_array()) fail(path, "'prefixItems' must be an array");
-    for (const Json& x : *it) prefix.push_back(&x);
+    for (const Json& x : *it) tuple.push_back(&x);
     rest = items ? items : &kAny;
   } else if (items && items->is_array()) {  // draft 4-2019 tuple form
     prefix_key = "items";
-    for (const Json& x : *items) prefix.push_back(&x);
+    for (const Json& x : *items) tuple.push_back(&x);
     rest = s.contains("additionalItems") ? &s["additionalItems"] : &kAny;
   } else {
     rest = items ? items : &kAny;
@@ -301,7 +303,7 @@ ExprId SchemaCompiler::visit_array(const Json& s, const std::string& path, int d
   const int32_t min = count_field(s, "minItems", path, 0);
   int32_t max = count_field(s, "maxItems", path, kUnbounded);
   if (max != kUnbounded && max < min) fail(path, "'maxItems' is below 'minItems'");
-  const auto p = static_cast<int32_t>(prefix.size());
+  const auto p = static_cast<int32_t>(tuple.size());
   if (!rest) max = max == kUnbounded ? p : std::min(max, p);
   if (max != kUnbounded && min > max) fail(path, "'minItems' exceeds the items the schema allows");
   const ExprId open = ast_.seq({ast_.literal("["), json_.ws()});
@@ -310,11 +312,11 @@ ExprId SchemaCompiler::visit_array(const Json& s, const std::string& path, int d
   std::vector<ExprId> elems;  // the first min(p, max) elements
   for (int32_t i = 0; i < p && (max == kUnbounded || i < max); ++i)
     elems.push_back(
-        visit(*prefix[static_cast<size_t>(i)], path + "/" + prefix_key + "/" + std::to_string(i), depth + 1));
+        visit(*tuple[static_cast<size_t>(i)], path + "/" + prefix_key + "/" + std::to_string(i), depth + 1));
   ExprId rest_elem = -1;
   if (rest && (max == kUnbounded || max > p))
-    rest_elem =
-        as_rule(visit(*rest, path + "/items", depth + 1), "array" + std::to_string(n_objects_++) + "-item");
+    rest_elem = as_rule(visit(*rest, path + "/items", depth + 1),
+                        prefix() + "array" + std::to_string(n_objects_++) + "-item");
   const auto n_elems = static_cast<int32_t>(elems.size());
   // The tail after the explicit elements: up to max - p more of `rest`.
   ExprId tail = ast_.empty();

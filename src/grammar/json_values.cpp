@@ -7,7 +7,7 @@ namespace strata::grammar {
 ExprId JsonBuilder::shared_rule(int32_t& rule, const char* name, ExprId (JsonBuilder::*body)()) {
   if (rule < 0) {
     // Declared before its body is built: the value rule refers to itself.
-    rule = ast_.add_rule(name, -1, /*shared=*/true);
+    rule = ast_.add_rule(prefix_ + name, -1, /*shared=*/true);
     const ExprId b = (this->*body)();
     ast_.rules[static_cast<size_t>(rule)].body = b;
   }
@@ -63,9 +63,9 @@ ExprId JsonBuilder::string_of_length(int32_t min, int32_t max) {
   if (fresh) {
     const ExprId body =
         ast_.seq({ast_.literal("\""), ast_.repeat(string_char(), min, max), ast_.literal("\"")});
-    it->second =
-        ast_.add_rule("string-" + std::to_string(min) + "-" + (max == kUnbounded ? "" : std::to_string(max)),
-                      body, /*shared=*/true);
+    it->second = ast_.add_rule(
+        prefix_ + "string-" + std::to_string(min) + "-" + (max == kUnbounded ? "" : std::to_string(max)),
+        body, /*shared=*/true);
   }
   return ast_.ref(it->second);
 }

@@ -18,7 +18,8 @@ namespace strata::grammar {
 
 class JsonBuilder {
  public:
-  explicit JsonBuilder(GrammarAst& ast) : ast_(ast) {}
+  // Rules it creates are named prefix + "ws", prefix + "string", ...
+  explicit JsonBuilder(GrammarAst& ast, std::string prefix = "") : ast_(ast), prefix_(std::move(prefix)) {}
 
   ExprId ws();       // the shared whitespace rule
   ExprId string();   // the shared rule of any JSON string
@@ -45,6 +46,7 @@ class JsonBuilder {
   ExprId lit(const char* s) { return ast_.literal(s); }
 
   GrammarAst& ast() { return ast_; }
+  const std::string& prefix() const { return prefix_; }
 
  private:
   // A reference to the shared rule `rule`, created on first use.
@@ -57,6 +59,7 @@ class JsonBuilder {
   ExprId digits(int32_t min, int32_t max);
 
   GrammarAst& ast_;
+  std::string prefix_;
   int32_t ws_ = -1, string_ = -1, integer_ = -1, number_ = -1, value_ = -1;
   ExprId string_char_ = -1, comma_ = -1, colon_ = -1;
   std::map<std::pair<int32_t, int32_t>, int32_t> length_rules_;

@@ -127,16 +127,21 @@ void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& 
   if (work_ > kMaxMaskWork)
     STRATA_GRAMMAR_THROW("the grammar is too complex: its token masks exceed the precomputation limit");
   entry.uncertain_end = static_cast<uint32_t>(uncertain_.size());
-  if (n_accepted * 32 > vocab.n_vocab()) {
+  store_accepted(entry, n_accepted, vocab.n_vocab());
+}
+
+// The accepted tokens of scratch_bits_ as a bitset when they are many, else as a list.
+void TokenMaskCache::store_accepted(Entry& entry, int64_t n_accepted, int32_t n_vocab) {
+  if (n_accepted * 32 > n_vocab) {
     entry.bitset = static_cast<int32_t>(bits_.size() / n_words_);
     bits_.insert(bits_.end(), scratch_bits_.begin(), scratch_bits_.end());
-  } else {
-    entry.accepted_begin = static_cast<uint32_t>(accepted_.size());
-    for (size_t w = 0; w < n_words_; ++w)
-      for (uint64_t bits = scratch_bits_[w]; bits; bits &= bits - 1)
-        accepted_.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
-    entry.accepted_end = static_cast<uint32_t>(accepted_.size());
+    return;
   }
+  entry.accepted_begin = static_cast<uint32_t>(accepted_.size());
+  for (size_t w = 0; w < n_words_; ++w)
+    for (uint64_t bits = scratch_bits_[w]; bits; bits &= bits - 1)
+      accepted_.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
+  entry.accepted_end = static_cast<uint32_t>(accepted_.size());
 }
 
 }  // namespace strata::grammar

@@ -49,6 +49,7 @@ class TokenMaskCache {
  private:
   void compute(int32_t state, const Grammar& g, const TokenVocab& vocab, class EarleyParser& inside,
                EarleyParser& callers);
+  void store_accepted(Entry& entry, int64_t n_accepted, int32_t n_vocab);
 
   size_t n_words_;
   std::vector<Entry> entries_;  // [n_states]

@@ -13,7 +13,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string stories() { return test::shared_path("models/stories260K/stories260K.gguf"); }
+std::string stories() {
+  return test::shared_path("models/stories260K/stories260K.gguf");
+}
 
 fs::path temp_dir() {
   fs::path d = fs::temp_directory_path() / ("strata_cli_errors_" + std::to_string(::getpid()));
@@ -49,7 +51,9 @@ void expect_clean_failure(const std::vector<std::string>& args, const std::strin
   EXPECT_NE(r.err.find(needle), std::string::npos) << cmd << "\n" << r.err;
 }
 
-TEST(CliErrors, MissingFile) { expect_clean_failure({"run", "-m", "/nonexistent/model.gguf", "-p", "x"}, "error"); }
+TEST(CliErrors, MissingFile) {
+  expect_clean_failure({"run", "-m", "/nonexistent/model.gguf", "-p", "x"}, "error");
+}
 
 TEST(CliErrors, NotAModel) {
   const fs::path p = temp_dir() / "notes.txt";
@@ -75,14 +79,16 @@ TEST(CliErrors, UnsupportedArchitecture) {
   GgufWriter w;
   w.set_metadata(md);
   for (const TensorInfo& t : src->tensors())
-    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims)), t.data);
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims)),
+                 t.data);
   const fs::path p = temp_dir() / "falcon.gguf";
   w.write(p.string());
   expect_clean_failure({"run", "-m", p.string(), "-p", "x"}, "unsupported architecture");
 }
 
 TEST(CliErrors, PromptLongerThanContext) {
-  expect_clean_failure({"run", "-m", stories(), "-c", "4", "-p", "Once upon a time there was a dog"}, "context");
+  expect_clean_failure({"run", "-m", stories(), "-c", "4", "-p", "Once upon a time there was a dog"},
+                       "context");
 }
 
 TEST(CliErrors, InvalidFlags) {
@@ -91,7 +97,12 @@ TEST(CliErrors, InvalidFlags) {
   expect_clean_failure({"run", "-m", stories()}, "prompt");
   expect_clean_failure({"logits", "-m", stories(), "--tokens", "1,x"}, "token id");
   expect_clean_failure({"logits", "-m", stories(), "--tokens", "1,99999"}, "vocabulary");
-  expect_clean_failure({"synth", "--preset", "nope", "-o", (temp_dir() / "x.gguf").string()}, "unknown preset");
+  expect_clean_failure({"synth", "--preset", "nope", "-o", (temp_dir() / "x.gguf").string()},
+                       "unknown preset");
+  expect_clean_failure(
+      {"synth", "--preset", "synth-tiny", "--vocab", test::shared_path("vocab/ggml-vocab-gpt-2.gguf"), "-o",
+       (temp_dir() / "x.gguf").string()},
+      "must hold 512 tokens");
 }
 
 }  // namespace

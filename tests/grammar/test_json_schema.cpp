@@ -102,6 +102,25 @@ TEST(JsonSchema, InvalidSchemasAreErrors) {
   }
 }
 
+// Several schemas in one grammar (as a tool-calling grammar puts one per tool): rule names
+// are prefixed, so they do not collide.
+TEST(JsonSchema, SchemasComposeIntoOneGrammar) {
+  grammar::GrammarAst ast;
+  const Json a =
+      Json::parse(R"({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})");
+  const Json b =
+      Json::parse(R"({"type": "array", "items": {"type": "string", "maxLength": 2}, "maxItems": 2})");
+  const grammar::ExprId ea = grammar::add_json_schema(ast, a, "tool-a-");
+  const grammar::ExprId eb = grammar::add_json_schema(ast, b, "tool-b-");
+  ast.root =
+      ast.add_rule("root", ast.alt({ast.seq({ast.literal("A:"), ea}), ast.seq({ast.literal("B:"), eb})}));
+  const grammar::Grammar g = grammar::compile_grammar(ast);
+  EXPECT_TRUE(full_match(g, R"(A:{"x": 12})"));
+  EXPECT_TRUE(full_match(g, R"(B:["ab", ""])"));
+  EXPECT_FALSE(full_match(g, R"(A:["ab"])"));
+  EXPECT_FALSE(full_match(g, R"(B:["abc"])"));
+}
+
 // Integer bounds are exact: the grammar matches exactly the integers in range, checked against
 // arithmetic over every value in a window around the bounds.
 TEST(JsonSchema, IntegerRangesAreExact) {

@@ -128,11 +128,13 @@ TEST(Regex, MatchesLikePythonRe) {
       const std::string& s = all[i][k];
       const bool ours = full_match(grammars[i], s);
       const bool theirs = verdicts[k] == '1';
-      if (ours)
+      if (ours) {
         EXPECT_TRUE(theirs) << cases()[i].pattern << " matched " << nlohmann::json(s).dump()
                             << ", Python does not";
-      if (exact || is_ascii(s))
+      }
+      if (exact || is_ascii(s)) {
         EXPECT_EQ(ours, theirs) << cases()[i].pattern << " on " << nlohmann::json(s).dump();
+      }
     }
     // Every random match of the grammar must be one for Python too.
     for (int k = 0; k < 20; ++k) EXPECT_EQ(verdicts[cases()[i].extra.size() + static_cast<size_t>(k)], '1');
