@@ -5,6 +5,7 @@
 #include "grammar/json_values.h"
 #include "grammar/limits.h"
 #include "grammar/regex_parser.h"
+#include "grammar/tool_call_grammar.h"
 
 namespace strata::grammar {
 
@@ -18,6 +19,8 @@ std::string ConstraintSpec::cache_key() const {
       return "json_object";
     case ConstraintKind::JsonSchema:
       return "schema:" + schema.dump();
+    case ConstraintKind::ToolCalls:
+      return "tools:" + schema.dump();
     case ConstraintKind::Choice: {
       std::string key = "choice";
       for (const std::string& c : choices) key += ":" + std::to_string(c.size()) + ":" + c;
@@ -37,6 +40,8 @@ GrammarAst spec_grammar(const ConstraintSpec& spec) {
       return json_object_grammar();
     case ConstraintKind::JsonSchema:
       return json_schema_grammar(spec.schema);
+    case ConstraintKind::ToolCalls:
+      return tool_call_grammar(spec.schema);
     case ConstraintKind::Choice: {
       if (spec.choices.empty()) STRATA_GRAMMAR_THROW("the list of choices is empty");
       if (spec.choices.size() > kMaxChoices) STRATA_GRAMMAR_THROW("more than ", kMaxChoices, " choices");

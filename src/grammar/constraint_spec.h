@@ -19,12 +19,12 @@
 
 namespace strata::grammar {
 
-enum class ConstraintKind { Gbnf, JsonSchema, JsonObject, Regex, Choice };
+enum class ConstraintKind { Gbnf, JsonSchema, JsonObject, Regex, Choice, ToolCalls };
 
 struct ConstraintSpec {
   ConstraintKind kind = ConstraintKind::JsonObject;
   std::string text;                  // Gbnf: grammar text; Regex: the pattern
-  nlohmann::ordered_json schema;     // JsonSchema
+  nlohmann::ordered_json schema;     // JsonSchema; ToolCalls: the spec of tool_call_grammar.h
   std::vector<std::string> choices;  // Choice
 
   std::string cache_key() const;
