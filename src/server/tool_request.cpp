@@ -121,6 +121,39 @@ ToolRequest parse_tool_request(const JsonFields& f, const std::string& template_
   return tr;
 }
 
+namespace {
+
+// The text of a message's content (string, or text parts joined), "" when absent.
+std::string content_text(const ChatJson& m) {
+  const auto it = m.find("content");
+  if (it == m.end() || it->is_null()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  std::string out;
+  for (const ChatJson& part : *it)
+    if (part.is_object() && part.contains("text") && part["text"].is_string())
+      out += (out.empty() ? "" : "\n") + part["text"].get<std::string>();
+  return out;
+}
+
+// An assistant turn's calls written the way the prompt asks the model to write them.
+std::string calls_text(const ChatJson& calls) {
+  std::string out;
+  for (const ChatJson& c : calls) {
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+    const ChatJson& fn = c["function"];
+    ChatJson args = fn.value("arguments", ChatJson::object());
+    if (args.is_string()) {
+      ChatJson parsed = ChatJson::parse(args.get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded()) args = std::move(parsed);
+    }
+    out += "<tool_call>\n" + ChatJson{{"name", fn.value("name", "")}, {"arguments", args}}.dump() +
+           "\n</tool_call>\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 ChatJson with_tool_prompt(const ChatJson& messages, const ChatJson& tools) {
   std::string prompt =
       "You can call the following tools. Each is given as JSON: its name, description and the JSON Schema of "
@@ -128,14 +161,31 @@ ChatJson with_tool_prompt(const ChatJson& messages, const ChatJson& tools) {
   for (const ChatJson& t : tools) prompt += t["function"].dump() + "\n";
   prompt +=
       "To call a tool, answer with one block per call and nothing else:\n<tool_call>\n{\"name\": \"NAME\", "
-      "\"arguments\": {ARGUMENTS}}\n</tool_call>\n\n";
-  ChatJson out = messages;
-  for (ChatJson& m : out) {
-    if (m.value("role", "") != "user" || !m.contains("content") || !m["content"].is_string()) continue;
-    m["content"] = prompt + m["content"].get<std::string>();
-    return out;
+      "\"arguments\": {ARGUMENTS}}\n</tool_call>\nTool results come back in <tool_response> blocks.\n\n";
+  // Calls become assistant text and results user text (these templates know neither), and
+  // turns of one role in a row are merged, for templates that insist roles alternate.
+  ChatJson out = ChatJson::array();
+  bool prompted = false;
+  for (const ChatJson& m : messages) {
+    std::string role = m.value("role", "user");
+    std::string text = content_text(m);
+    if (role == "assistant" && m.contains("tool_calls") && m["tool_calls"].is_array())
+      text += (text.empty() ? "" : "\n") + calls_text(m["tool_calls"]);
+    if (role == "tool" || role == "function") {
+      role = "user";
+      text = "<tool_response>\n" + text + "\n</tool_response>";
+    }
+    if (role == "user" && !prompted) {
+      text = prompt + text;
+      prompted = true;
+    }
+    if (!out.empty() && out.back()["role"] == role && role != "system") {
+      out.back()["content"] = out.back()["content"].get<std::string>() + "\n\n" + text;
+      continue;
+    }
+    out.push_back({{"role", role}, {"content", text}});
   }
-  out.insert(out.begin(), ChatJson{{"role", "user"}, {"content", prompt}});
+  if (!prompted) out.push_back({{"role", "user"}, {"content", prompt}});
   return out;
 }
 

@@ -26,8 +26,9 @@ struct ToolRequest {
 // Validates the fields; `template_source` decides the tool-call family. Throws ApiError 400.
 ToolRequest parse_tool_request(const JsonFields& f, const std::string& template_source);
 
-// The messages with the tools described in the first user message, for templates that know no
-// tools (the Generic family): the model is told to answer with <tool_call> blocks.
+// For templates that know no tools (the Generic family): the tools described in the first user
+// message (the model is told to answer with <tool_call> blocks), assistant tool_calls written as
+// such blocks, tool results as user turns in <tool_response> blocks, runs of one role merged.
 ChatJson with_tool_prompt(const ChatJson& messages, const ChatJson& tools);
 
 // Forced modes: sets req.params.constraint to the call grammar. A request that also asks for
