@@ -44,7 +44,11 @@ GrammarAst tool_call_grammar(const Json& spec) {
     STRATA_GRAMMAR_THROW("tool-call grammar: 'tools' must be a non-empty array");
   if (tools->size() > kMaxToolsInGrammar)
     STRATA_GRAMMAR_THROW("tool-call grammar: more than ", kMaxToolsInGrammar, " tools");
-  const std::string args_key = spec.value("args_key", std::string("arguments"));
+  std::string args_key = text_field(spec, "args_key");
+  if (args_key.empty()) args_key = "arguments";
+  const auto parallel = spec.find("parallel");
+  if (parallel != spec.end() && !parallel->is_boolean())
+    STRATA_GRAMMAR_THROW("tool-call grammar: 'parallel' must be a boolean");
   GrammarAst ast;
   std::vector<ExprId> calls;
   for (size_t i = 0; i < tools->size(); ++i) calls.push_back(call_expr(ast, (*tools)[i], i, args_key));
@@ -52,7 +56,7 @@ GrammarAst tool_call_grammar(const Json& spec) {
   const int32_t call_rule = ast.add_rule("call", ast.seq({text(ast, text_field(spec, "call_begin")), body,
                                                           text(ast, text_field(spec, "call_end"))}));
   ExprId list = ast.ref(call_rule);
-  if (spec.value("parallel", false))
+  if (parallel != spec.end() && parallel->get<bool>())
     list = ast.seq({list, ast.repeat(ast.seq({text(ast, text_field(spec, "separator")), ast.ref(call_rule)}),
                                      0, kUnbounded)});
   ast.root = ast.add_rule("root", ast.seq({text(ast, text_field(spec, "list_begin")), list,
