@@ -15,7 +15,7 @@ E2E_RUN  = cd $(E2E_DIR) && STRATA_BIN=$(abspath $(BUILD))/strata STRATA_SHARED=
 
 DEB_PACKAGES := build-essential cmake g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev \
                 libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev python3 \
-                python3-jinja2 python3-regex unicode-data clang curl nodejs chromium
+                python3-jinja2 python3-regex python3-jsonschema unicode-data clang curl nodejs chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -17,6 +17,10 @@ void validate(const BenchServeOptions& o) {
   if (o.max_concurrency < 0) STRATA_THROW("--max-concurrency must not be negative");
   if (!(o.timeout_s > 0.0 && o.timeout_s <= 1e6)) STRATA_THROW("--timeout must be in (0, 1e6] seconds");
   if (!(o.temperature >= 0.0 && o.temperature <= 100.0)) STRATA_THROW("--temperature must be in [0, 100]");
+  if (!o.extra_body.empty()) {
+    const auto extra = nlohmann::json::parse(o.extra_body, nullptr, /*allow_exceptions=*/false);
+    if (!extra.is_object()) STRATA_THROW("--extra-body must be a JSON object");
+  }
   for (const auto& [name, value] :
        {std::pair{"--slo-ttft", o.slo.ttft_ms}, std::pair{"--slo-tpot", o.slo.tpot_ms},
         std::pair{"--slo-e2e", o.slo.e2e_ms}}) {
@@ -101,6 +105,7 @@ BenchServeResult run_bench_serve(const BenchServeOptions& options) {
   gen.endpoint = options.endpoint;
   gen.ignore_eos = options.ignore_eos;
   gen.temperature = options.temperature;
+  gen.extra_body = options.extra_body;
   const std::vector<double> offsets = arrival_offsets(static_cast<int64_t>(result.workload.size()),
                                                       options.request_rate, options.burstiness, options.seed);
   std::vector<LoadRequest> requests;

@@ -32,6 +32,7 @@ struct BenchServeOptions {
   std::string dataset;  // JSONL file; empty = synthetic
   bool ignore_eos = false;
   double temperature = 0.0;
+  std::string extra_body;  // JSON object merged into every request body
   std::string api_key;
   double timeout_s = 600.0;
   SloOptions slo;

@@ -69,6 +69,7 @@ std::string build_request_body(const BenchRequest& request, const GenerationOpti
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   if (options.ignore_eos) body["ignore_eos"] = true;
+  if (!options.extra_body.empty()) body.update(json::parse(options.extra_body));
   return body.dump();
 }
 

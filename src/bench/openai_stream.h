@@ -41,6 +41,7 @@ struct GenerationOptions {
   EndpointKind endpoint = EndpointKind::kCompletions;
   bool ignore_eos = false;  // sends "ignore_eos": true (vLLM / llama.cpp / Strata extension)
   double temperature = 0.0;
+  std::string extra_body;  // a JSON object merged into every body (e.g. a response_format); "" for none
 };
 
 // The JSON body of one streamed request (asks for usage with stream_options.include_usage).

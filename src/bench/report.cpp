@@ -99,6 +99,7 @@ json options_json(const BenchServeOptions& o) {
             {"ignore_eos", o.ignore_eos},
             {"temperature", o.temperature},
             {"timeout_s", o.timeout_s}};
+  if (!o.extra_body.empty()) j["extra_body"] = json::parse(o.extra_body);
   if (o.dataset.empty()) {
     j["workload"] = o.prefix_len > 0 ? "shared_prefix" : "synthetic";
     j["input_len"] = o.input_len;

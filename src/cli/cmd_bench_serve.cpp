@@ -127,6 +127,8 @@ void setup_serve(CLI::App& cmd) {
   cmd.add_option("--dataset", o.dataset, "JSONL file of {\"prompt\": ..., \"output_len\": N} lines");
   cmd.add_flag("--ignore-eos", o.ignore_eos, "Send ignore_eos: true so every output has --output-len tokens");
   cmd.add_option("--temperature", o.temperature, "Sampling temperature sent")->capture_default_str();
+  cmd.add_option("--extra-body", o.extra_body,
+                 "JSON object merged into every request body, e.g. '{\"response_format\": {...}}'");
   cmd.add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
   cmd.add_option("--timeout", o.timeout_s, "Seconds one request may take before it fails as timeout")
       ->capture_default_str();

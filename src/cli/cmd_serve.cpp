@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <condition_variable>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +20,7 @@
 #include "engine/engine.h"
 #include "server/byte_size.h"
 #include "server/http_server.h"
+#include "template/chat_template.h"
 
 namespace strata::cli {
 namespace {
@@ -33,6 +36,7 @@ struct ServeOptions {
   bool no_prefix_caching = false;
   double shutdown_timeout_s = 30.0;
   std::string max_body = "16MiB";
+  std::string chat_template_file;
 };
 
 // Waits for SIGTERM/SIGINT on a thread of its own (the signals are blocked everywhere else,
@@ -89,6 +93,18 @@ std::string file_name_of(const std::string& path) {
 void configure(ServeOptions& o) {
   if (o.http.served_model_name.empty()) o.http.served_model_name = file_name_of(o.model.model);
   o.http.max_body_bytes = server::parse_byte_size(o.max_body);
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    if (!in) STRATA_THROW("--chat-template-file: cannot read ", o.chat_template_file);
+    o.http.chat_template_source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (o.http.chat_template_source.empty())
+      STRATA_THROW("--chat-template-file ", o.chat_template_file, " is empty");
+    try {
+      ChatTemplate check(o.http.chat_template_source);  // a syntax error stops the server before it listens
+    } catch (const Error& e) {
+      STRATA_THROW("--chat-template-file ", o.chat_template_file, ": ", e.what());
+    }
+  }
   if (o.http.max_body_bytes == 0) STRATA_THROW("--max-body-bytes must be positive");
   if (!o.kv_cache_mem.empty()) {
     o.engine.kv_cache_bytes = server::parse_byte_size(o.kv_cache_mem);
@@ -165,6 +181,8 @@ void setup(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--max-body-bytes", o->max_body, "Largest request body (e.g. 16MiB); larger gets 413")
       ->capture_default_str();
+  cmd.add_option("--chat-template-file", o->chat_template_file,
+                 "Jinja chat template used instead of the model's (llama.cpp's flag)");
   cmd.callback([o] { serve(*o); });
 }
 

@@ -22,6 +22,7 @@ struct SynthCliOptions {
   std::string tokenizer;
   uint64_t seed = 42;
   int threads = 0;
+  std::string vocab;
 };
 
 void run(const SynthCliOptions& o) {
@@ -32,6 +33,7 @@ void run(const SynthCliOptions& o) {
   so.type = *type;
   so.seed = o.seed;
   so.n_threads = o.threads;
+  so.vocab_path = o.vocab;
   const bool tty = isatty(STDERR_FILENO);
   const auto progress = [tty](size_t done, size_t total) {
     if (tty) std::fprintf(stderr, "\rwriting tensors: %zu/%zu", done, total);
@@ -41,6 +43,7 @@ void run(const SynthCliOptions& o) {
     if (!o.tokenizer.empty()) STRATA_THROW("--tokenizer needs --from");
     write_synthetic_model(preset, so, o.out, progress);
   } else {
+    if (!o.vocab.empty()) STRATA_THROW("--vocab and --from exclude each other (--from brings its own tokenizer)");
     const auto small = open_model_file(o.from, o.tokenizer);
     write_embedded_model(preset, *small, so, o.out, progress);
   }
@@ -63,6 +66,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--tokenizer", o->tokenizer, "llama2.c tokenizer .bin (for a --from .bin checkpoint)");
   cmd.add_option("--seed", o->seed, "Random seed");
   cmd.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--vocab", o->vocab, "GGUF whose tokenizer replaces the synthetic one (same token count)");
   cmd.callback([o] { run(*o); });
 }
 

@@ -128,6 +128,11 @@ void EngineCore::emit(Sequence& s, const float* rows, int32_t n_draft) {
       std::fill(mask_.begin(), mask_.end(), uint8_t{1});
       s.constraint->mask(mask_.data());
       allowed = mask_.data();
+      if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) {
+        ev.error = "no token of the vocabulary can continue the constrained output";
+        finish = FinishReason::Error;
+        break;
+      }
     }
     s.sampler->distribution(row, allowed, dist_);
     const double u_draw = s.sampler->uniform(RandomStream::Draw);
@@ -189,7 +194,9 @@ FinishReason EngineCore::emit_token(Sequence& s, int32_t token, const float* row
     out.logprob = token_logprob(row, n_vocab, token);
     out.top = top_logprobs(row, n_vocab, r.params.top_logprobs);
   }
-  const bool eog = !stop.ignore_eos && model_.tokenizer().is_eog(token);
+  // A constraint allows end-of-generation only once its match is complete: then it ends the
+  // choice even with ignore_eos.
+  const bool eog = (!stop.ignore_eos || s.constraint) && model_.tokenizer().is_eog(token);
   const bool stop_token =
       std::find(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), token) != stop.stop_token_ids.end();
   s.sampler->accept(token);

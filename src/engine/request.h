@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +36,11 @@ struct RequestParams {
   // Logits of prompt positions >= prompt_logits_from are delivered in events (-1: none); used by
   // perplexity, kld and `strata logits`. Row j predicts prompt token j + 1.
   int64_t prompt_logits_from = -1;
-  // Structured output: each choice gets its own constraint (null: unconstrained).
-  std::shared_ptr<const TokenConstraintFactory> constraint;
+  // Structured output: each sequence gets its own constraint from this factory; only tokens it
+  // allows are sampled (drafts are cut at the first it refuses), and the choice finishes ("stop")
+  // once the match is complete and cannot go on, or when an end-of-generation token is sampled
+  // (allowed only when complete).
+  std::shared_ptr<const TokenConstraintFactory> constraint;  // null: unconstrained
   // This request's speculative decoding, overriding the engine's (unset: the engine's).
   std::optional<SpecOverride> speculative;
   // Partition of cross-request caches (the API key when the server has keys): with cache_salt,

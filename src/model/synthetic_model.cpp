@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "formats/gguf_reader.h"
 #include "formats/gguf_writer.h"
 #include "quant/quantize.h"
 #include "sampling/rng.h"
@@ -167,11 +168,30 @@ void fill_gaussian_row(float* out, int64_t n, uint64_t seed, uint64_t tensor, in
   }
 }
 
+namespace {
+
+// The preset's metadata with the tokenizer of `vocab_path` instead of the synthetic one.
+Metadata with_vocab_of(Metadata md, const SynthPreset& p, const std::string& vocab_path) {
+  const auto vocab = GgufFile::open(vocab_path);
+  const GgufValue* tokens = vocab->metadata().find("tokenizer.ggml.tokens");
+  if (!tokens || !tokens->as_array() || static_cast<int64_t>(tokens->as_array()->size()) != p.n_vocab)
+    STRATA_THROW("--vocab ", vocab_path, " must hold ", p.n_vocab, " tokens for preset ", p.name);
+  Metadata out;
+  for (const auto& [key, value] : md.entries())
+    if (key.rfind("tokenizer.", 0) != 0) out.add(key, value);
+  for (const auto& [key, value] : vocab->metadata().entries())
+    if (key.rfind("tokenizer.", 0) == 0) out.add(key, value);
+  return out;
+}
+
+}  // namespace
+
 void write_synthetic_model(const SynthPreset& p, const SynthOptions& o, const std::string& path,
                            const std::function<void(size_t, size_t)>& progress) {
   if (is_arch_preset(p)) return write_arch_synthetic_model(p, o, path, progress);
   GgufWriter w;
-  w.set_metadata(preset_metadata(p, o.type));
+  Metadata md = preset_metadata(p, o.type);
+  w.set_metadata(o.vocab_path.empty() ? std::move(md) : with_vocab_of(std::move(md), p, o.vocab_path));
   ThreadPool pool(o.n_threads);
   const int64_t head_dim = p.n_embd / p.n_head, n_q = p.n_head * head_dim, n_kv = p.n_head_kv * head_dim;
   uint64_t tensor_index = 0;

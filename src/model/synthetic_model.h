@@ -42,6 +42,9 @@ struct SynthOptions {
   TensorType type = TensorType::F16;  // type of every 2-D weight matrix
   uint64_t seed = 42;
   int n_threads = 0;
+  // A GGUF whose tokenizer.* metadata replaces the synthetic vocabulary (a real tokenizer for
+  // a random-weight model); it must have as many tokens as the preset. Empty: synthetic.
+  std::string vocab_path;
 };
 
 // Writes the model as a GGUF file, tensor by tensor (never holding the whole model).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sampling/sampling_params.h"
+#include "sampling/token_constraint.h"
 
 namespace strata {
 

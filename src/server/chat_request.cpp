@@ -5,6 +5,8 @@
 #include "server/api_error.h"
 #include "server/common_fields.h"
 #include "server/generation_request.h"
+#include "server/structured_output.h"
+#include "server/tool_request.h"
 
 namespace strata::server {
 namespace {
@@ -57,29 +59,12 @@ void check_message(const ChatJson& m, size_t i) {
     throw invalid_type(name + ".tool_calls", "'" + name + ".tool_calls' must be an array.");
 }
 
-void check_tool_fields(const JsonFields& f) {
-  if (const ChatJson* tools = f.get("tools"); tools && !tools->is_array())
-    throw invalid_type("tools", "'tools' must be an array.");
-  // Tool calls are not parsed out of the generated text: the model's answer is plain content,
-  // so a client that demands a call cannot be honoured.
-  if (const ChatJson* choice = f.get("tool_choice")) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
-      throw invalid_value("tool_choice", "Only 'tool_choice' \"none\" and \"auto\" are supported.");
-  }
-  if (const ChatJson* format = f.get("response_format")) {
-    if (!format->is_object()) throw invalid_type("response_format", "'response_format' must be an object.");
-    const auto type = JsonFields(*format).string("type", 64);
-    if (type && *type != "text")
-      throw invalid_value("response_format", "'response_format' type '" + *type + "' is not supported.");
-  }
-}
-
-ChatTemplateOptions template_options(const JsonFields& f, const Tokenizer& tok) {
+ChatTemplateOptions template_options(const JsonFields& f, const Tokenizer& tok, const ToolRequest& tools) {
   ChatTemplateOptions opt;
   opt.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);  // vLLM's extension
   if (tok.bos() >= 0) opt.bos_token = std::string(tok.token_text(tok.bos()));
   if (tok.eos() >= 0) opt.eos_token = std::string(tok.token_text(tok.eos()));
-  if (const ChatJson* tools = f.get("tools")) opt.tools = *tools;
+  opt.tools = tools.template_tools;
   if (const ChatJson* kwargs = f.get("chat_template_kwargs")) {  // vLLM's extension
     if (!kwargs->is_object())
       throw invalid_type("chat_template_kwargs", "'chat_template_kwargs' must be an object.");
@@ -88,9 +73,7 @@ ChatTemplateOptions template_options(const JsonFields& f, const Tokenizer& tok) 
   return opt;
 }
 
-}  // namespace
-
-PromptInput render_chat_prompt(const ChatJson& body, const ServedModel& model) {
+PromptInput render_with_tools(const ChatJson& body, const ServedModel& model, const ToolRequest& tools) {
   STRATA_CHECK(model.tokenizer && model.chat_template);
   const JsonFields f(body);
   const ChatJson* messages = f.get("messages");
@@ -103,11 +86,13 @@ PromptInput render_chat_prompt(const ChatJson& body, const ServedModel& model) {
     throw invalid_value("messages",
                         "'messages' may hold at most " + std::to_string(kMaxMessages) + " messages.");
   for (size_t i = 0; i < messages->size(); ++i) check_message((*messages)[i], i);
-  check_tool_fields(f);
   const Tokenizer& tok = *model.tokenizer;
   PromptInput input;
   try {
-    input.text = model.chat_template->render(*messages, template_options(f, tok));
+    const ChatTemplateOptions opt = template_options(f, tok, tools);
+    input.text = tools.inject_prompt
+                     ? model.chat_template->render(with_tool_prompt(*messages, *f.get("tools")), opt)
+                     : model.chat_template->render(*messages, opt);
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {  // TemplateError and malformed messages: the client's input
@@ -119,6 +104,13 @@ PromptInput render_chat_prompt(const ChatJson& body, const ServedModel& model) {
   if (tok.add_bos() && tok.bos() >= 0 && (input.tokens.empty() || input.tokens.front() != tok.bos()))
     input.tokens.insert(input.tokens.begin(), tok.bos());
   return input;
+}
+
+}  // namespace
+
+PromptInput render_chat_prompt(const ChatJson& body, const ServedModel& model) {
+  STRATA_CHECK(model.chat_template);
+  return render_with_tools(body, model, parse_tool_request(JsonFields(body), model.chat_template->source()));
 }
 
 GenerationRequest parse_chat_request(const ChatJson& body, const ServedModel& model) {
@@ -133,8 +125,13 @@ GenerationRequest parse_chat_request(const ChatJson& body, const ServedModel& mo
     f.integer("top_logprobs", 0, kMaxTopLogprobs);
     throw invalid_value("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.");
   }
-  req.prompts.push_back(render_chat_prompt(body, model));
+  STRATA_CHECK(model.chat_template);
+  const ToolRequest tools = parse_tool_request(f, model.chat_template->source());
+  req.tool_calls = tools.mode;
+  req.prompts.push_back(render_with_tools(body, model, tools));
   resolve_output_limit(req, model, max_tokens, /*default_fills_context=*/true);
+  parse_structured_output(f, model, req);  // last: compiling is the costly part
+  apply_tool_constraint(tools, model, req);
   return req;
 }
 

@@ -2,6 +2,7 @@
 #include "server/api_error.h"
 #include "server/common_fields.h"
 #include "server/generation_request.h"
+#include "server/structured_output.h"
 
 namespace strata::server {
 namespace {
@@ -79,6 +80,7 @@ GenerationRequest parse_completion_request(const ChatJson& body, const ServedMod
     req.params.top_logprobs = static_cast<int32_t>(*k);
   }
   resolve_output_limit(req, model, max_tokens, /*default_fills_context=*/false);
+  parse_structured_output(f, model, req);  // last: compiling is the costly part
   return req;
 }
 

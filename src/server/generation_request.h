@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
+#include "grammar/constraint_spec.h"
+#include "server/tool_calls.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,6 +26,13 @@ struct PromptInput {
   std::string text;             // the prompt as text (echo)
 };
 
+// How a chat request's output is read for tool calls (tools given, tool_choice not "none").
+struct ToolCallMode {
+  bool parse = false;  // tool calls are parsed out of the output
+  ToolFamily family = ToolFamily::Generic;
+  bool forced = false;  // "required" or a named function: the output is held to the call grammar
+};
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::vector<PromptInput> prompts;  // completions: a batch; chat: exactly one
@@ -31,6 +41,7 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: the prompt text precedes the generated text
   LogprobsFormat logprobs = LogprobsFormat::None;
+  ToolCallMode tool_calls;
 
   // Choices in the answer: n per prompt, numbered prompt * n + choice.
   int32_t n_choices() const { return static_cast<int32_t>(prompts.size()) * params.n; }
@@ -42,6 +53,8 @@ struct ServedModel {
   const ChatTemplate* chat_template = nullptr;
   std::string name;                 // the served model name (the `model` field must match it)
   int64_t max_sequence_tokens = 0;  // prompt + output of one sequence: min(model length, KV pool)
+  // Compiles (and caches) structured-output constraints for this tokenizer; null: none.
+  std::shared_ptr<grammar::ConstraintCache> constraints;
 };
 
 // Limits of one request, beyond the model's.

@@ -97,8 +97,7 @@ bool stream_step(Run& run, httplib::DataSink& sink) {
     std::optional<ApiError> failure;
     for (const Generation::Event& e : events) {
       if ((failure = event_failure(e.event))) break;
-      const std::string chunk = run.writer.chunk(e.index, e.event);
-      if (!chunk.empty()) out += sse(chunk);
+      for (const std::string& chunk : run.writer.chunks(e.index, e.event)) out += sse(chunk);
     }
     if (failure) {  // the status line is long sent: the error travels as an event, as OpenAI's does
       run.gen.abort();

@@ -20,6 +20,8 @@ AttachedModel::AttachedModel(Engine& e, ChatTemplate tmpl, const std::string& na
   served.chat_template = &chat_template;
   served.name = name;
   served.max_sequence_tokens = engine.capacity_tokens();
+  served.constraints = std::make_shared<grammar::ConstraintCache>(grammar::TokenVocab::from_tokenizer(
+      engine.model().tokenizer(), static_cast<int32_t>(engine.model().config().n_vocab)));
 }
 
 AttachedModel& ServerContext::require_ready() const {
@@ -197,13 +199,17 @@ void Server::attach(Engine& engine) {
   const std::string& source = engine.model().tokenizer().chat_template();
   const std::string& name = ctx.options.served_model_name;
   std::optional<ChatTemplate> tmpl;
-  try {
-    tmpl.emplace(
-        make_chat_template(source.empty() ? std::nullopt : std::optional<std::string>(source), name));
-  } catch (const Error& e) {  // a model whose template does not parse still serves completions
-    log_warn("chat template of ", name, " is unusable (", e.what(), "); using the default ChatML template");
-    tmpl.emplace(chatml_template_source());
-  }
+  if (!ctx.options.chat_template_source.empty()) {  // given by the user: it must parse
+    log_info("chat template: using the one given with --chat-template-file");
+    tmpl.emplace(ctx.options.chat_template_source);
+  } else
+    try {
+      tmpl.emplace(
+          make_chat_template(source.empty() ? std::nullopt : std::optional<std::string>(source), name));
+    } catch (const Error& e) {  // a model whose template does not parse still serves completions
+      log_warn("chat template of ", name, " is unusable (", e.what(), "); using the default ChatML template");
+      tmpl.emplace(chatml_template_source());
+    }
   ctx.model = std::make_unique<AttachedModel>(engine, std::move(*tmpl), name);
   ctx.phase.store(Phase::Ready);
 }

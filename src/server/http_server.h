@@ -31,6 +31,9 @@ struct ServerOptions {
   size_t max_connection_threads = 4096;  // connections served at once (each request holds one)
   // /health reports 503 when an engine step has been running longer than this.
   std::chrono::milliseconds engine_stall_timeout{std::chrono::seconds(60)};
+  // Jinja source that replaces the model's chat template (--chat-template-file); empty: the
+  // model's own (or ChatML when it has none).
+  std::string chat_template_source;
 };
 
 class Server {

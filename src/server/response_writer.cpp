@@ -75,6 +75,8 @@ ResponseWriter::ResponseWriter(const GenerationRequest& req, const Tokenizer& to
       choices_[i].text = prompt;
       choices_[i].text_chars = count_code_points(prompt);
     }
+    if (req.tool_calls.parse)
+      choices_[i].tools = std::make_unique<ToolState>(tok, req.tool_calls, req.params.stop.stop_strings);
   }
 }
 
@@ -141,6 +143,7 @@ void ResponseWriter::add(int32_t index, const EngineEvent& ev) {
   STRATA_CHECK(index >= 0 && static_cast<size_t>(index) < choices_.size());
   Choice& c = choices_[static_cast<size_t>(index)];
   c.text += ev.text;
+  if (c.tools) tool_deltas(*c.tools, ev);
   if (ev.finish != FinishReason::None) c.finish = ev.finish;
   if (req_.logprobs != LogprobsFormat::None && !ev.tokens.empty())
     append_logprobs(c, logprobs_of(c.text_chars, ev.tokens));
@@ -166,7 +169,9 @@ std::string ResponseWriter::body(const Usage& usage) const {
     const Choice& c = choices_[i];
     ChatJson choice;
     choice["index"] = static_cast<int64_t>(i);
-    if (chat)
+    if (chat && c.tools)
+      choice["message"] = tool_message(c);
+    else if (chat)
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
     else
       choice["text"] = c.text;
@@ -179,6 +184,8 @@ std::string ResponseWriter::body(const Usage& usage) const {
       choice["logprobs"] = c.logprobs;
     }
     choice["finish_reason"] = finish_reason_json(c.finish);
+    if (c.tools && c.finish == FinishReason::Stop && !c.tools->parser.calls().empty())
+      choice["finish_reason"] = "tool_calls";
     j["choices"].push_back(std::move(choice));
   }
   j["usage"] = usage_json(usage);
@@ -207,24 +214,39 @@ std::vector<std::string> ResponseWriter::opening_chunks() const {
   return out;
 }
 
-std::string ResponseWriter::chunk(int32_t index, const EngineEvent& ev) {
+std::vector<std::string> ResponseWriter::chunks(int32_t index, const EngineEvent& ev) {
   STRATA_CHECK(index >= 0 && static_cast<size_t>(index) < choices_.size());
   Choice& c = choices_[static_cast<size_t>(index)];
   const bool want_logprobs = req_.logprobs != LogprobsFormat::None && !ev.tokens.empty();
-  if (ev.text.empty() && ev.finish == FinishReason::None && !want_logprobs) return {};
-  ChatJson j = envelope(true);
-  ChatJson choice;
-  choice["index"] = index;
-  if (req_.endpoint == Endpoint::ChatCompletions) {
-    choice["delta"] = ev.text.empty() ? ChatJson::object() : ChatJson{{"content", ev.text}};
-  } else {
-    choice["text"] = ev.text;
+  // The delta objects this event sends (tool mode: one per parser update).
+  std::vector<ChatJson> deltas;
+  if (c.tools) {
+    for (const ToolCallDelta& d : tool_deltas(*c.tools, ev)) deltas.push_back(tool_delta_json(*c.tools, d));
+  } else if (!ev.text.empty()) {
+    deltas.push_back({{"content", ev.text}});
   }
-  choice["logprobs"] = want_logprobs ? logprobs_of(c.text_chars, ev.tokens) : ChatJson(nullptr);
-  choice["finish_reason"] = finish_reason_json(ev.finish);
-  j["choices"].push_back(std::move(choice));
-  if (req_.include_usage) j["usage"] = nullptr;
-  return dump_json(j);
+  if (deltas.empty() && ev.finish == FinishReason::None && !want_logprobs) return {};
+  if (deltas.empty()) deltas.push_back(ChatJson::object());
+  std::vector<std::string> out;
+  const ChatJson logprobs = want_logprobs ? logprobs_of(c.text_chars, ev.tokens) : ChatJson(nullptr);
+  for (size_t k = 0; k < deltas.size(); ++k) {
+    const bool last = k + 1 == deltas.size();
+    ChatJson j = envelope(true);
+    ChatJson choice;
+    choice["index"] = index;
+    if (req_.endpoint == Endpoint::ChatCompletions)
+      choice["delta"] = std::move(deltas[k]);
+    else
+      choice["text"] = ev.text;
+    choice["logprobs"] = last ? logprobs : ChatJson(nullptr);
+    choice["finish_reason"] = last ? finish_reason_json(ev.finish) : ChatJson(nullptr);
+    if (last && c.tools && ev.finish == FinishReason::Stop && !c.tools->parser.calls().empty())
+      choice["finish_reason"] = "tool_calls";
+    j["choices"].push_back(std::move(choice));
+    if (req_.include_usage) j["usage"] = nullptr;
+    out.push_back(dump_json(j));
+  }
+  return out;
 }
 
 std::string ResponseWriter::usage_chunk(const Usage& usage) const {

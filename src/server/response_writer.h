@@ -11,11 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/stop_matcher.h"
 #include "server/generation_request.h"
+#include "server/tool_calls.h"
 
 namespace strata::server {
 
@@ -30,16 +33,29 @@ class ResponseWriter {
   // Streaming: the JSON of each SSE `data:` line.
   // Chunks sent before any token: chat's role delta per choice, completions' echoed prompt.
   std::vector<std::string> opening_chunks() const;
-  // The chunk for an event, or "" when it carries nothing to send.
-  std::string chunk(int32_t index, const EngineEvent& ev);
+  // The chunks for an event (none when it carries nothing to send); with tool calls an event
+  // may need several (content, a call's start, its arguments).
+  std::vector<std::string> chunks(int32_t index, const EngineEvent& ev);
   // The final usage chunk (stream_options.include_usage): empty choices.
   std::string usage_chunk(const Usage& usage) const;
 
   const std::string& id() const { return id_; }
 
  private:
+  // A choice whose output is parsed for tool calls: its own detokenizer (the markers of some
+  // families are special tokens, which the engine's text leaves out) and stop matcher.
+  struct ToolState {
+    ToolState(const Tokenizer& tok, const ToolCallMode& mode, const std::vector<std::string>& stops)
+        : parser(mode.family, mode.forced), detok(tok, /*after_bos=*/false), stop(stops) {}
+    ToolCallParser parser;
+    StreamingDetokenizer detok;
+    StopMatcher stop;
+    std::vector<std::string> ids;  // [calls] the OpenAI id of each call
+  };
+
   struct Choice {
     std::string text;
+    std::unique_ptr<ToolState> tools;  // null: plain content
     FinishReason finish = FinishReason::None;
     ChatJson logprobs;       // accumulated, in the endpoint's format (null when not asked for)
     int64_t text_chars = 0;  // code points of the choice's text so far (legacy text_offset)
@@ -51,6 +67,10 @@ class ResponseWriter {
   void append_logprobs(Choice& choice, const ChatJson& part) const;
   ChatJson usage_json(const Usage& usage) const;
   static void add_timings(ChatJson& j, const Usage& usage);
+  // The event's text as the tool parser reads it, and the parser's updates; ids assigned.
+  std::vector<ToolCallDelta> tool_deltas(ToolState& t, const EngineEvent& ev) const;
+  ChatJson tool_message(const Choice& c) const;
+  ChatJson tool_delta_json(const ToolState& t, const ToolCallDelta& d) const;
 
   const GenerationRequest& req_;
   const Tokenizer& tok_;

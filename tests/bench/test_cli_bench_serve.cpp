@@ -110,7 +110,9 @@ TEST_F(CliBenchServe, BadFlagsGiveOneLineErrors) {
       {"--url", "http://127.0.0.1:1", "--request-rate", "fast"},
       {"--url", "http://127.0.0.1:1", "--endpoint", "embeddings"},
       {"--url", "http://127.0.0.1:1", "--plot", "x.svg"},
-      {"--url", "http://127.0.0.1:1", "--dataset", "/nonexistent.jsonl", "--model", "m"}};
+      {"--url", "http://127.0.0.1:1", "--dataset", "/nonexistent.jsonl", "--model", "m"},
+      {"--url", "http://127.0.0.1:1", "--model", "m", "--extra-body", "[1, 2]"},
+      {"--url", "http://127.0.0.1:1", "--model", "m", "--extra-body", "{oops"}};
   for (const auto& extra : cases) {
     std::vector<std::string> argv = {strata_cli(), "bench", "serve"};
     argv.insert(argv.end(), extra.begin(), extra.end());

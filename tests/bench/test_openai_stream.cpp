@@ -40,6 +40,16 @@ TEST(OpenAiStream, ChatRequestBodyWithIgnoreEos) {
   EXPECT_FALSE(body.contains("prompt"));
 }
 
+TEST(OpenAiStream, ExtraBodyIsMergedIntoEveryRequest) {
+  GenerationOptions gen;
+  gen.model = "m3";
+  gen.extra_body = R"({"response_format": {"type": "json_object"}, "temperature": 0.25})";
+  const json body = json::parse(build_request_body({"x", 1, 5}, gen));
+  EXPECT_EQ(body["response_format"]["type"], "json_object");
+  EXPECT_EQ(body["temperature"], 0.25);  // the extra body wins
+  EXPECT_EQ(body["max_tokens"], 5);
+}
+
 TEST(OpenAiStream, InterpretEvents) {
   using Kind = StreamEventInfo::Kind;
   const auto ev = [](std::string data, std::string type = "") {

@@ -112,6 +112,10 @@ TEST(CliErrors, SynthFromAModelThatDoesNotFit) {
   expect_clean_failure({"synth", "--preset", "tinyllama-1.1b", "--tokenizer", "tok.bin", "-o", out},
                        "--from");
   EXPECT_FALSE(fs::exists(out));
+  expect_clean_failure(
+      {"synth", "--preset", "synth-tiny", "--vocab", test::shared_path("vocab/ggml-vocab-gpt-2.gguf"), "-o",
+       (temp_dir() / "x.gguf").string()},
+      "must hold 512 tokens");
 }
 
 }  // namespace

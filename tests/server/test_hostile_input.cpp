@@ -151,9 +151,10 @@ TEST(HostileInput, RandomFieldsAndValues) {
     if (HasFatalFailure()) return;
     ++statuses[res->status];
   }
-  // Both accepted and rejected combinations were exercised.
-  EXPECT_GT(statuses[200], 30);
-  EXPECT_GT(statuses[400], 30);
+  // Both accepted and rejected combinations were exercised (each a sizeable share of the 300;
+  // the exact split moves whenever a field's validation changes).
+  EXPECT_GT(statuses[200], 20);
+  EXPECT_GT(statuses[400], 20);
   EXPECT_EQ(s.client().Get("/health")->status, 200);
 }
 

@@ -280,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})",
                  "tool_choice"},
         BadField{
-            R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}})",
+            R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}})",
             "response_format"},
         BadField{R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0})",
                  "max_completion_tokens"},

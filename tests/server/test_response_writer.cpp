@@ -99,11 +99,11 @@ TEST(ResponseWriter, ChatStreamChunks) {
                                         R"(, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
                                             "finish_reason": null}])"));
   }
-  const json text = json::parse(w.chunk(1, event(1, "Hi")));
+  const json text = json::parse(w.chunks(1, event(1, "Hi")).at(0));
   EXPECT_EQ(text["choices"], json::parse(R"([{"index": 1, "delta": {"content": "Hi"}, "logprobs": null,
                                               "finish_reason": null}])"));
-  EXPECT_EQ(w.chunk(0, event(0, "")), "");  // nothing to say (e.g. text held back by a stop string)
-  const json last = json::parse(w.chunk(0, event(0, "", FinishReason::Length)));
+  EXPECT_TRUE(w.chunks(0, event(0, "")).empty());  // nothing to say (e.g. text held back by a stop string)
+  const json last = json::parse(w.chunks(0, event(0, "", FinishReason::Length)).at(0));
   EXPECT_EQ(last["choices"], json::parse(R"([{"index": 0, "delta": {}, "logprobs": null,
                                               "finish_reason": "length"}])"));
   const json usage = json::parse(w.usage_chunk(Usage{4, 6, 0}));
@@ -117,7 +117,7 @@ TEST(ResponseWriter, CompletionStreamChunkWithoutUsageField) {
   req.stream = true;
   ResponseWriter w(req, stories_tokenizer(), "stories");
   EXPECT_TRUE(w.opening_chunks().empty());  // no echo: nothing before the first token
-  const json c = json::parse(w.chunk(0, event(0, " upon", FinishReason::Stop)));
+  const json c = json::parse(w.chunks(0, event(0, " upon", FinishReason::Stop)).at(0));
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_FALSE(c.contains("usage"));
   EXPECT_EQ(c["choices"],
@@ -147,7 +147,8 @@ TEST(ResponseWriter, ChatLogprobsWithBytes) {
   const int32_t was = token_id("\xE2\x96\x81was");
   ResponseWriter w(req, stories_tokenizer(), "stories");
   const json c = json::parse(
-      w.chunk(0, event(0, " was", FinishReason::None, {TokenOutput{was, -0.25f, {{was, -0.25f}}, " was"}})));
+      w.chunks(0, event(0, " was", FinishReason::None, {TokenOutput{was, -0.25f, {{was, -0.25f}}, " was"}}))
+          .at(0));
   EXPECT_EQ(c["choices"][0]["logprobs"], json::parse(R"({"content": [{"token": " was", "logprob": -0.25,
       "bytes": [32, 119, 97, 115], "top_logprobs": [{"token": " was", "logprob": -0.25, "bytes": [32, 119, 97, 115]}]}],
       "refusal": null})"));

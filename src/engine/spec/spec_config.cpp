@@ -83,7 +83,10 @@ void validate_spec_config(const SpecConfig& c) {
 SpecOverride parse_spec_override(const nlohmann::json& j) {
   if (!j.is_object()) STRATA_THROW("'speculative' must be an object");
   SpecOverride o;
-  for (const auto& [key, v] : j.items()) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    // Named references, not structured bindings: C++20 lambdas may capture those, clang 14 not.
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
     auto int_in = [&](int32_t lo, int32_t hi) {
       if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
         STRATA_THROW("'speculative.", key, "' must be an integer in [", lo, ", ", hi, "]");
