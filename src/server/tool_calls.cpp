@@ -331,7 +331,7 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           break;
         }
         value_start();
-        if (field_ == Field::Name && depth_ == 1 && !name_done_) name_raw_ = "\"";
+        if (field_ == Field::Name && depth_ == 1 && !name_done_) name_raw_.assign(1, c);
         if (args()) {
           if (depth_ == 1 && args_raw_.empty()) args_is_string_ = true;  // the value is a string
           args_raw_.push_back(c);
