@@ -260,5 +260,29 @@ TEST(ToolCalling, BadToolFieldsAre400s) {
   EXPECT_EQ(s.client().Get("/health")->status, 200);
 }
 
+// A 10 MB tool list (128 tools with long descriptions and wide schemas) is refused with a 400
+// in auto and forced mode alike (the rendered prompt is far beyond the context, which is checked
+// before any grammar is compiled), and the server goes on serving.
+TEST(ToolCalling, HugeToolListsAre400s) {
+  LiveServer s(with_template("Qwen-Qwen2.5-7B-Instruct.jinja"));
+  json tools = json::array();
+  for (int i = 0; i < 128; ++i) {
+    json props = json::object();
+    for (int k = 0; k < 40; ++k)
+      props[std::string("p").append(std::to_string(k))] = {{"type", "string"}, {"maxLength", 64}};
+    tools.push_back({{"type", "function"},
+                     {"function",
+                      {{"name", std::string("tool").append(std::to_string(i))},
+                       {"description", std::string(80000, 'x')},
+                       {"parameters", {{"type", "object"}, {"properties", props}}}}}});
+  }
+  for (const char* choice : {"auto", "required"}) {
+    auto res = s.post("/v1/chat/completions", tool_body({{"tools", tools}, {"tool_choice", choice}}));
+    ASSERT_TRUE(res) << choice;
+    EXPECT_EQ(res->status, 400) << choice << ": " << res->body.substr(0, 300);
+  }
+  EXPECT_EQ(s.client().Get("/health")->status, 200);
+}
+
 }  // namespace
 }  // namespace strata::test
