@@ -56,6 +56,20 @@ ConstraintSpec json_object() {
   return spec;
 }
 
+// tool_choice "required" over two tools (the "person" and "tool_arguments" schemas of the
+// suite as parameters), Hermes framing, parallel calls: what the server compiles.
+ConstraintSpec tool_calls() {
+  ConstraintSpec spec;
+  spec.kind = ConstraintKind::ToolCalls;
+  spec.schema = {{"call_begin", "<tool_call>\n"},
+                 {"call_end", "\n</tool_call>"},
+                 {"separator", "\n"},
+                 {"parallel", true}};
+  spec.schema["tools"] = {{{"name", "person"}, {"parameters", suite_schema("person").schema}},
+                          {{"name", "lookup"}, {"parameters", suite_schema("tool_arguments").schema}}};
+  return spec;
+}
+
 // Compile + every token mask: what a request with a new schema waits for before its first
 // mask (which then is a cache lookup).
 void BM_Compile(benchmark::State& state, ConstraintSpec spec) {
@@ -168,6 +182,7 @@ BENCHMARK_CAPTURE(BM_Compile, tool_arguments, suite_schema("tool_arguments"))->U
 BENCHMARK_CAPTURE(BM_Compile, invoice, suite_schema("invoice"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compile, event_log, suite_schema("event_log"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compile, nested, suite_schema("nested"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Compile, tool_calls, tool_calls())->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MaskPerToken, person, suite_schema("person"), kPersonText)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MaskPerToken, invoice, suite_schema("invoice"), kInvoiceText)

@@ -295,6 +295,8 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
     else
       field_ = Field::Other;
   };
+  // Only the first value of a key is captured: text after it (malformed output) is not.
+  auto args = [&] { return field_ == Field::Args && !args_done_; };
   for (; used < buf_.size() && !closed; ++used) {
     const char c = buf_[used];
     object_raw_.push_back(c);
@@ -311,10 +313,10 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           reading_key_ = false;
         else
           key_.push_back(c);
-      } else if (field_ == Field::Name && depth_ == 1) {
+      } else if (field_ == Field::Name && depth_ == 1 && !name_done_) {
         name_raw_.push_back(c);
         if (end) name_done_ = true;
-      } else if (field_ == Field::Args) {
+      } else if (args()) {
         args_raw_.push_back(c);
         if (end && depth_ == 1) args_done_ = true;
       }
@@ -329,9 +331,9 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           break;
         }
         value_start();
-        if (field_ == Field::Name && depth_ == 1) name_raw_ = "\"";
-        if (field_ == Field::Args) {
-          if (depth_ == 1) args_is_string_ = true;
+        if (field_ == Field::Name && depth_ == 1 && !name_done_) name_raw_.assign(1, c);
+        if (args()) {
+          if (depth_ == 1 && args_raw_.empty()) args_is_string_ = true;  // the value is a string
           args_raw_.push_back(c);
         }
         break;
@@ -342,7 +344,7 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           break;
         }
         value_start();
-        if (field_ == Field::Args) args_raw_.push_back(c);
+        if (args()) args_raw_.push_back(c);
         ++depth_;
         break;
       case '}':
@@ -352,7 +354,7 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           closed = true;
           break;
         }
-        if (field_ == Field::Args) {
+        if (args()) {
           args_raw_.push_back(c);
           if (depth_ == 1) args_done_ = true;
         }
@@ -360,7 +362,7 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
       case ':':
         if (depth_ == 1)
           after_colon_ = true, field_ = Field::None;
-        else if (field_ == Field::Args)
+        else if (args())
           args_raw_.push_back(c);
         break;
       case ',':
@@ -368,17 +370,17 @@ bool ToolCallParser::step_object(std::vector<ToolCallDelta>& out) {
           if (field_ == Field::Args) args_done_ = true;
           after_colon_ = false;
           field_ = Field::None;
-        } else if (field_ == Field::Args) {
+        } else if (args()) {
           args_raw_.push_back(c);
         }
         break;
       default:
         if (is_ws(c)) {
-          if (depth_ > 1 && field_ == Field::Args) args_raw_.push_back(c);
+          if (depth_ > 1 && args()) args_raw_.push_back(c);
           break;
         }
         value_start();  // a number, true, false or null
-        if (field_ == Field::Args) args_raw_.push_back(c);
+        if (args()) args_raw_.push_back(c);
         break;
     }
   }

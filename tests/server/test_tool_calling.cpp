@@ -68,7 +68,9 @@ void expect_valid_calls(const json& calls, const std::string& only = "") {
     ASSERT_EQ(c["type"], "function") << c.dump();
     ASSERT_TRUE(c["id"].is_string() && !c["id"].get<std::string>().empty()) << c.dump();
     const std::string name = c["function"]["name"];
-    if (!only.empty()) EXPECT_EQ(name, only);
+    if (!only.empty()) {
+      EXPECT_EQ(name, only);
+    }
     const json schema = schema_of(name);
     ASSERT_FALSE(schema.is_null()) << "unknown function " << name;
     cases.push_back({{"name", name}, {"schema", schema}, {"instances", {c["function"]["arguments"]}}});
@@ -130,8 +132,9 @@ TEST(ToolCalling, RequiredCallsValidateInEveryFamily) {
     EXPECT_TRUE(choice["message"]["content"].is_null()) << res->body;
     expect_valid_calls(choice["message"]["tool_calls"]);
     EXPECT_EQ(choice["message"]["tool_calls"].size(), 1u);
-    if (file.find("Mistral") != std::string::npos)  // its template insists on 9-character ids
+    if (file.find("Mistral") != std::string::npos) {  // its template insists on 9-character ids
       EXPECT_EQ(choice["message"]["tool_calls"][0]["id"].get<std::string>().size(), 9u);
+    }
   }
 }
 
@@ -221,7 +224,8 @@ TEST(ToolCalling, BadToolFieldsAre400s) {
   LiveServer s(with_template("Qwen-Qwen2.5-7B-Instruct.jinja"));
   json many = json::array();
   for (int i = 0; i < 129; ++i)
-    many.push_back({{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}}}});
+    many.push_back(
+        {{"type", "function"}, {"function", {{"name", std::string("f").append(std::to_string(i))}}}});
   const std::vector<std::pair<json, std::string>> cases = {
       {{{"tools", "x"}}, "tools"},
       {{{"tools", many}}, "tools"},
@@ -252,6 +256,30 @@ TEST(ToolCalling, BadToolFieldsAre400s) {
     if (res->status == 400) {
       EXPECT_EQ(json::parse(res->body)["error"]["param"], param) << res->body;
     }
+  }
+  EXPECT_EQ(s.client().Get("/health")->status, 200);
+}
+
+// A 10 MB tool list (128 tools with long descriptions and wide schemas) is refused with a 400
+// in auto and forced mode alike (the rendered prompt is far beyond the context, which is checked
+// before any grammar is compiled), and the server goes on serving.
+TEST(ToolCalling, HugeToolListsAre400s) {
+  LiveServer s(with_template("Qwen-Qwen2.5-7B-Instruct.jinja"));
+  json tools = json::array();
+  for (int i = 0; i < 128; ++i) {
+    json props = json::object();
+    for (int k = 0; k < 40; ++k)
+      props[std::string("p").append(std::to_string(k))] = {{"type", "string"}, {"maxLength", 64}};
+    tools.push_back({{"type", "function"},
+                     {"function",
+                      {{"name", std::string("tool").append(std::to_string(i))},
+                       {"description", std::string(80000, 'x')},
+                       {"parameters", {{"type", "object"}, {"properties", props}}}}}});
+  }
+  for (const char* choice : {"auto", "required"}) {
+    auto res = s.post("/v1/chat/completions", tool_body({{"tools", tools}, {"tool_choice", choice}}));
+    ASSERT_TRUE(res) << choice;
+    EXPECT_EQ(res->status, 400) << choice << ": " << res->body.substr(0, 300);
   }
   EXPECT_EQ(s.client().Get("/health")->status, 200);
 }

@@ -198,3 +198,34 @@ TEST(ToolCalls, FamilyOfEachSharedTemplate) {
 
 }  // namespace
 }  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+// Malformed calls the fuzzer found (a second string after the name, a scalar then a string as
+// arguments): cut anywhere, they still parse as they do in one piece.
+TEST(ToolCalls, MalformedCallsStreamLikeWhole) {
+  const std::vector<std::pair<ToolFamily, std::string>> cases = {
+      {ToolFamily::Hermes,
+       "Hi <tool_call>\n{\"name\": \"\x9a\xdd\xd3\xdd\"arguments\": ]}}\n</tool_c\"a\": all>"},
+      {ToolFamily::Mistral, std::string("[{\"name\": \"a\",me \"arguments\":\x16\x12\x0e\x8a\xff\x7f") +
+                                std::string("\0\0 \"\x06{", 6)},
+  };
+  for (const auto& [family, text] : cases) {
+    for (bool forced : {false, true}) {
+      const Result whole = parse_in_pieces(family, forced, text, {});
+      for (size_t cut = 1; cut < text.size(); ++cut) {
+        const Result r = parse_in_pieces(family, forced, text, {cut});
+        EXPECT_EQ(r.content, whole.content) << cut;
+        ASSERT_EQ(r.calls.size(), whole.calls.size()) << cut;
+        for (size_t i = 0; i < r.calls.size(); ++i) {
+          EXPECT_EQ(r.calls[i].name, whole.calls[i].name) << cut;
+          EXPECT_EQ(r.calls[i].arguments, whole.calls[i].arguments) << cut;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::server
