@@ -169,7 +169,7 @@ TensorStats entry_stats(const std::string& tensor, const Parts& p, const std::st
     std::memcpy(g->g.data(), src, g->bytes());
     for (float v : g->g)
       if (!std::isfinite(v)) STRATA_THROW(name, ": tensor '", p.gram->name, "' has a non-finite value");
-    g->count = static_cast<int64_t>(st.count[0]);
+    g->count = st.count[0] < 9e18 ? static_cast<int64_t>(st.count[0]) : std::numeric_limits<int64_t>::max();
     g->finalized = true;
     st.gram[0] = std::move(g);
   }
