@@ -40,7 +40,8 @@ std::set<std::string> matrix_names(const std::string& path, const std::string& t
 
 void run(const CalibrateOptions& o) {
   const bool dat = o.output.size() > 4 && o.output.ends_with(".dat");
-  if (dat && o.gram) STRATA_THROW("the legacy .dat format cannot hold Gram matrices: write a .gguf for --gram");
+  if (dat && o.gram)
+    STRATA_THROW("the legacy .dat format cannot hold Gram matrices: write a .gguf for --gram");
   const std::string text = read_text_file(o.text_file);
   if (text.empty()) STRATA_THROW(o.text_file, ": the calibration text is empty");
   auto source = calib::StatsSource::from_text(o.model.model, o.model.tokenizer, text, o.text_file, o.ctx,
@@ -65,9 +66,12 @@ void setup(CLI::App& cmd) {
   auto o = std::make_shared<CalibrateOptions>();
   add_model_options(cmd, o->model);
   cmd.add_option("-f,--file", o->text_file, "Calibration text")->required();
-  cmd.add_option("-o,--output", o->output, "Output: GGUF imatrix (llama.cpp's format), or legacy .dat")->required();
-  cmd.add_option("-c,--ctx", o->ctx, "Tokens per chunk (default 512)")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  cmd.add_option("--chunks", o->chunks, "Chunks at most (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd.add_option("-o,--output", o->output, "Output: GGUF imatrix (llama.cpp's format), or legacy .dat")
+      ->required();
+  cmd.add_option("-c,--ctx", o->ctx, "Tokens per chunk (default 512)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  cmd.add_option("--chunks", o->chunks, "Chunks at most (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd.add_flag("--gram", o->gram, "Also write each input's Gram matrix X^T X (for GPTQ / AWQ)");
   cmd.callback([o] { run(*o); });
 }
