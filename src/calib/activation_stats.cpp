@@ -97,8 +97,9 @@ std::vector<float> TensorStats::mean_abs(int mat) const {
 
 float TensorStats::max_abs(int mat) const {
   if (abs_max.empty())
-    STRATA_THROW("the calibration statistics have no activation maxima (made by llama-imatrix?): "
-                 "run `strata calibrate` for static activation scales");
+    STRATA_THROW(
+        "the calibration statistics have no activation maxima (made by llama-imatrix?): "
+        "run `strata calibrate` for static activation scales");
   float m = 0.0f;
   for (int64_t i = 0; i < n_in; ++i) m = std::max(m, abs_max[static_cast<size_t>(mat * n_in + i)]);
   return m;

@@ -39,12 +39,12 @@ struct GramMatrix {
 // files only hold sum_sq and the counts.
 struct TensorStats {
   int64_t n_in = 0;
-  int n_mat = 1;                 // experts (1 for a dense matrix)
-  std::vector<double> sum;       // [n_mat, n_in] sum of x, or empty
-  std::vector<double> sum_sq;    // [n_mat, n_in] sum of x^2
-  std::vector<double> sum_abs;   // [n_mat, n_in] sum of |x|, or empty
-  std::vector<float> abs_max;    // [n_mat, n_in] max |x|, or empty
-  std::vector<double> count;     // [n_mat] rows seen (llama.cpp's legacy files: calls)
+  int n_mat = 1;                // experts (1 for a dense matrix)
+  std::vector<double> sum;      // [n_mat, n_in] sum of x, or empty
+  std::vector<double> sum_sq;   // [n_mat, n_in] sum of x^2
+  std::vector<double> sum_abs;  // [n_mat, n_in] sum of |x|, or empty
+  std::vector<float> abs_max;   // [n_mat, n_in] max |x|, or empty
+  std::vector<double> count;    // [n_mat] rows seen (llama.cpp's legacy files: calls)
   // [n_mat] Gram matrices (null where not collected); shared by the matrices of one input.
   std::vector<std::shared_ptr<GramMatrix>> gram;
   std::string gram_leader;  // the matrix whose input this one reads ("" = its own)

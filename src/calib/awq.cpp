@@ -24,11 +24,14 @@ void for_rows(ThreadPool* pool, int64_t n, const Fn& fn) {
 }
 
 // The loss of quantizing every sampled row of the matrices at channel scales s.
-double scaled_loss(const std::vector<const WeightMatrix*>& mats, const std::vector<std::vector<int64_t>>& rows,
-                   const InputStats& in, const std::vector<float>& s, ThreadPool* pool) {
+double scaled_loss(const std::vector<const WeightMatrix*>& mats,
+                   const std::vector<std::vector<int64_t>>& rows, const InputStats& in,
+                   const std::vector<float>& s, ThreadPool* pool) {
   const int64_t n = in.n;
   std::vector<float> imp(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) imp[static_cast<size_t>(i)] = in.msq[static_cast<size_t>(i)] / (s[static_cast<size_t>(i)] * s[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < n; ++i)
+    imp[static_cast<size_t>(i)] =
+        in.msq[static_cast<size_t>(i)] / (s[static_cast<size_t>(i)] * s[static_cast<size_t>(i)]);
   double total = 0;
   for (size_t m = 0; m < mats.size(); ++m) {
     const WeightMatrix& w = *mats[m];
@@ -42,7 +45,8 @@ double scaled_loss(const std::vector<const WeightMatrix*>& mats, const std::vect
       for (int64_t i = 0; i < n; ++i) scaled[static_cast<size_t>(i)] = src[i] * s[static_cast<size_t>(i)];
       quantize_row(w.type, scaled.data(), q.data(), n, imp.data());
       dequantize_row(w.type, q.data(), deq.data(), n);
-      for (int64_t i = 0; i < n; ++i) D[static_cast<size_t>(k * n + i)] = deq[static_cast<size_t>(i)] / s[static_cast<size_t>(i)] - src[i];
+      for (int64_t i = 0; i < n; ++i)
+        D[static_cast<size_t>(k * n + i)] = deq[static_cast<size_t>(i)] / s[static_cast<size_t>(i)] - src[i];
     });
     total += quadratic_error(D.data(), R, in, pool);
   }
@@ -54,7 +58,8 @@ double scaled_loss(const std::vector<const WeightMatrix*>& mats, const std::vect
 std::vector<float> expand_scales(const std::vector<float>& s, const std::vector<int32_t>& group, int64_t n) {
   if (group.empty()) return s;
   std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = s[static_cast<size_t>(group[static_cast<size_t>(i)])];
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = s[static_cast<size_t>(group[static_cast<size_t>(i)])];
   return out;
 }
 
@@ -67,7 +72,8 @@ AwqScales awq_search_scales(const std::vector<const WeightMatrix*>& mats, const 
   // Mean |x| per scale group.
   std::vector<double> a(static_cast<size_t>(n_groups), 0.0), cnt(static_cast<size_t>(n_groups), 0.0);
   for (int64_t i = 0; i < n; ++i) {
-    const size_t g = group.empty() ? static_cast<size_t>(i) : static_cast<size_t>(group[static_cast<size_t>(i)]);
+    const size_t g =
+        group.empty() ? static_cast<size_t>(i) : static_cast<size_t>(group[static_cast<size_t>(i)]);
     a[g] += in.mean_abs[static_cast<size_t>(i)];
     cnt[g] += 1;
   }
@@ -77,7 +83,8 @@ AwqScales awq_search_scales(const std::vector<const WeightMatrix*>& mats, const 
 
   AwqScales best;
   best.s.assign(static_cast<size_t>(n_groups), 1.0f);
-  best.loss = best.loss_plain = scaled_loss(mats, rows, in, std::vector<float>(static_cast<size_t>(n), 1.0f), pool);
+  best.loss = best.loss_plain =
+      scaled_loss(mats, rows, in, std::vector<float>(static_cast<size_t>(n), 1.0f), pool);
   std::vector<float> s(static_cast<size_t>(n_groups));
   for (int step = 1; step < o.n_grid; ++step) {
     const double alpha = static_cast<double>(step) / o.n_grid;
@@ -114,12 +121,14 @@ void awq_clip_quantize(const WeightMatrix& m, const InputStats& in, void* out, T
     for (int64_t b = 0; b < n_blocks; ++b)
       for (int64_t i = 0; i < B; ++i)
         for (int64_t j = 0; j < B; ++j)
-          hbb[static_cast<size_t>((b * B + i) * B + j)] = in.gram[static_cast<size_t>((b * B + i) * n + b * B + j)];
+          hbb[static_cast<size_t>((b * B + i) * B + j)] =
+              in.gram[static_cast<size_t>((b * B + i) * n + b * B + j)];
   }
   auto block_error = [&](int64_t b, const float* d) {
     double e = 0;
     if (hbb.empty()) {
-      for (int64_t i = 0; i < B; ++i) e += in.msq[static_cast<size_t>(b * B + i)] * static_cast<double>(d[i]) * d[i];
+      for (int64_t i = 0; i < B; ++i)
+        e += in.msq[static_cast<size_t>(b * B + i)] * static_cast<double>(d[i]) * d[i];
       return e;
     }
     const float* h = hbb.data() + b * B * B;
@@ -132,7 +141,8 @@ void awq_clip_quantize(const WeightMatrix& m, const InputStats& in, void* out, T
   };
   auto* dst = static_cast<uint8_t*>(out);
   for_rows(pool, m.n_out, [&](int64_t r) {
-    std::vector<float> clamped(static_cast<size_t>(B)), deq(static_cast<size_t>(B)), d(static_cast<size_t>(B));
+    std::vector<float> clamped(static_cast<size_t>(B)), deq(static_cast<size_t>(B)),
+        d(static_cast<size_t>(B));
     std::vector<uint8_t> cand(block_bytes);
     const float* w = m.row(r);
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -162,7 +172,8 @@ std::vector<float> dequantize_matrix(TensorType type, const void* data, int64_t 
   std::vector<float> out(static_cast<size_t>(n_out * n_in));
   const size_t rb = row_bytes(type, n_in);
   for (int64_t r = 0; r < n_out; ++r)
-    dequantize_row(type, static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * rb, out.data() + r * n_in, n_in);
+    dequantize_row(type, static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * rb,
+                   out.data() + r * n_in, n_in);
   return out;
 }
 

@@ -34,8 +34,8 @@ struct AwqOptions {
 struct AwqScales {
   std::vector<float> s;  // [n_groups]
   double alpha = 0;
-  double loss = 0;       // at the chosen alpha
-  double loss_plain = 0; // at alpha = 0
+  double loss = 0;        // at the chosen alpha
+  double loss_plain = 0;  // at alpha = 0
 };
 
 // mats: the matrices reading the input (each [n_out, in.n], quantized to its own type).

@@ -38,7 +38,8 @@ CalibrationText make_calibration_text(const Tokenizer& tok, const std::string& t
   return out;
 }
 
-void run_calibration(Model& model, const CalibrationText& text, const std::function<void(int64_t, int64_t)>& progress) {
+void run_calibration(Model& model, const CalibrationText& text,
+                     const std::function<void(int64_t, int64_t)>& progress) {
   Engine engine(model, offline::single_stream_config(text.n_ctx));
   const auto total = static_cast<int64_t>(text.chunks.size());
   for (int64_t i = 0; i < total; ++i) {

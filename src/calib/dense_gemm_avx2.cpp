@@ -36,8 +36,8 @@ void gemm_f32_avx2(int64_t M, int64_t N, int64_t K, float alpha, const float* A,
   gemm_tiled<OpsF32>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
 }
 
-void gemm_f64_avx2(int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda, const double* B,
-                   int64_t ldb, double* C, int64_t ldc) {
+void gemm_f64_avx2(int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+                   const double* B, int64_t ldb, double* C, int64_t ldc) {
   gemm_tiled<OpsF64>(M, N, K, alpha, A, lda, B, ldb, C, ldc);
 }
 

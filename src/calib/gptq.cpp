@@ -1,8 +1,8 @@
 #include "calib/gptq.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -24,13 +24,13 @@ struct Problem {
   TensorType type;
   int64_t n_out, n_in, block;
   size_t row_bytes, block_bytes;
-  const float* w;              // [n_out, n_in]
-  std::vector<int64_t> perm;   // [n_in] position -> column
-  std::vector<int64_t> pos;    // [n_in] column -> position
-  std::vector<float> U;        // [n_in, n_in] upper factor, in processing order
-  std::vector<float> imp;      // [n_in] diag(H) per column (block parameter weights)
-  int64_t batch;               // columns per lazy batch (whole blocks)
-  int param_candidates;        // clip ratios tried for each block's parameters
+  const float* w;             // [n_out, n_in]
+  std::vector<int64_t> perm;  // [n_in] position -> column
+  std::vector<int64_t> pos;   // [n_in] column -> position
+  std::vector<float> U;       // [n_in, n_in] upper factor, in processing order
+  std::vector<float> imp;     // [n_in] diag(H) per column (block parameter weights)
+  int64_t batch;              // columns per lazy batch (whole blocks)
+  int param_candidates;       // clip ratios tried for each block's parameters
 };
 
 // GPTQ's loss over one block's columns for a row (the sum of squared scaled errors the column
@@ -88,7 +88,8 @@ void quantize_rows_slab(const Problem& p, int64_t r0, int64_t r1, uint8_t* out) 
   const int64_t R = r1 - r0, n = p.n_in, B = p.block;
   std::vector<float> W(static_cast<size_t>(R * n));  // [R, n] in processing order
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t a = 0; a < n; ++a) W[static_cast<size_t>(r * n + a)] = p.w[(r0 + r) * n + p.perm[static_cast<size_t>(a)]];
+    for (int64_t a = 0; a < n; ++a)
+      W[static_cast<size_t>(r * n + a)] = p.w[(r0 + r) * n + p.perm[static_cast<size_t>(a)]];
   std::vector<float> err(static_cast<size_t>(R * p.batch));  // [R, batch]
   std::vector<ElementGrid> grids(static_cast<size_t>(R * B));
   std::vector<int> levels(static_cast<size_t>(R * B));
@@ -101,8 +102,10 @@ void quantize_rows_slab(const Problem& p, int64_t r0, int64_t r1, uint8_t* out) 
       // Block parameters from the current weights, in the block's own element order.
       for (int64_t r = 0; r < R; ++r) {
         for (int64_t e = 0; e < B; ++e)
-          vals[static_cast<size_t>(e)] = W[static_cast<size_t>(r * n + p.pos[static_cast<size_t>(blk * B + e)])];
-        uint8_t* dst = out + static_cast<size_t>(r0 + r) * p.row_bytes + static_cast<size_t>(blk) * p.block_bytes;
+          vals[static_cast<size_t>(e)] =
+              W[static_cast<size_t>(r * n + p.pos[static_cast<size_t>(blk * B + e)])];
+        uint8_t* dst =
+            out + static_cast<size_t>(r0 + r) * p.row_bytes + static_cast<size_t>(blk) * p.block_bytes;
         choose_block_params(p, vals.data(), W.data() + r * n + b0, b0, blk, dst, grids.data() + r * B);
       }
       for (int64_t j = b0; j < b0 + B; ++j) {
@@ -122,9 +125,10 @@ void quantize_rows_slab(const Problem& p, int64_t r0, int64_t r1, uint8_t* out) 
         }
       }
       for (int64_t r = 0; r < R; ++r)
-        set_block_levels(p.type,
-                         out + static_cast<size_t>(r0 + r) * p.row_bytes + static_cast<size_t>(blk) * p.block_bytes,
-                         levels.data() + r * B);
+        set_block_levels(
+            p.type,
+            out + static_cast<size_t>(r0 + r) * p.row_bytes + static_cast<size_t>(blk) * p.block_bytes,
+            levels.data() + r * B);
     }
     // Everything right of the batch: W[:, i2:] -= Err[:, :i2-i1] U[i1:i2, i2:].
     if (i2 < n)
@@ -176,7 +180,8 @@ double gptq_quantize(TensorType type, const float* w, int64_t n_out, int64_t n_i
   for (int64_t i = 0; i < n_in; ++i) {
     const double d = gram[i * n_in + i];
     diag[static_cast<size_t>(i)] = std::isfinite(d) && d > 0 ? d : 0.0;
-    mean_diag += diag[static_cast<size_t>(i)] > 0 ? diag[static_cast<size_t>(i)] : 1.0;  // dead columns count as 1
+    mean_diag +=
+        diag[static_cast<size_t>(i)] > 0 ? diag[static_cast<size_t>(i)] : 1.0;  // dead columns count as 1
   }
   mean_diag /= static_cast<double>(n_in);
   p.perm.resize(static_cast<size_t>(n_in));
@@ -200,7 +205,8 @@ double gptq_quantize(TensorType type, const float* w, int64_t n_out, int64_t n_i
       // A column the calibration never excited has no curvature: give it an identity one so it
       // neither receives nor sends error.
       if (diag[static_cast<size_t>(p.perm[static_cast<size_t>(a)])] == 0) {
-        for (int64_t b = 0; b < n_in; ++b) H[static_cast<size_t>(a * n_in + b)] = H[static_cast<size_t>(b * n_in + a)] = 0;
+        for (int64_t b = 0; b < n_in; ++b)
+          H[static_cast<size_t>(a * n_in + b)] = H[static_cast<size_t>(b * n_in + a)] = 0;
         H[static_cast<size_t>(a * n_in + a)] = 1.0;
       }
       H[static_cast<size_t>(a * n_in + a)] += damp * mean_diag;

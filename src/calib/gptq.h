@@ -32,7 +32,7 @@ class ThreadPool;
 namespace strata::calib {
 
 struct GptqOptions {
-  double damp = 0.01;   // fraction of mean(diag H) added to the diagonal
+  double damp = 0.01;  // fraction of mean(diag H) added to the diagonal
   bool act_order = false;
   int64_t batch = 128;  // lazy batch, in columns (rounded up to whole blocks)
   // Block parameters: the type's quantizer on the block's weights clipped at 1, 0.95, 0.90, ...

@@ -100,7 +100,8 @@ CalibrationFile parse_legacy(const uint8_t* data, size_t size, const std::string
 // ---- GGUF
 
 const float* f32_data(const TensorInfo& t, const std::string& name) {
-  if (t.type != TensorType::F32) STRATA_THROW(name, ": tensor '", t.name, "' is ", type_name(t.type), ", not f32");
+  if (t.type != TensorType::F32)
+    STRATA_THROW(name, ": tensor '", t.name, "' is ", type_name(t.type), ", not f32");
   return static_cast<const float*>(t.data);
 }
 
@@ -128,12 +129,13 @@ struct Parts {
 
 void check_matrix_shape(const TensorInfo& t, int64_t n_in, int64_t n_mat, const std::string& name) {
   if (t.n_dims > 2 || t.ne[0] != n_in || t.ne[1] != n_mat)
-    STRATA_THROW(name, ": tensor '", t.name, "' has shape [", t.ne[0], ", ", t.ne[1], "], expected [", n_in, ", ",
-                 n_mat, "]");
+    STRATA_THROW(name, ": tensor '", t.name, "' has shape [", t.ne[0], ", ", t.ne[1], "], expected [", n_in,
+                 ", ", n_mat, "]");
 }
 
 TensorStats entry_stats(const std::string& tensor, const Parts& p, const std::string& name) {
-  if (!p.sum2 || !p.counts) STRATA_THROW(name, ": mismatched sums and counts for '", escape_for_message(tensor), "'");
+  if (!p.sum2 || !p.counts)
+    STRATA_THROW(name, ": mismatched sums and counts for '", escape_for_message(tensor), "'");
   const TensorInfo& s2 = *p.sum2;
   if (s2.n_dims > 2 || s2.ne[0] < 1 || s2.ne[1] < 1)
     STRATA_THROW(name, ": tensor '", s2.name, "' must be 2-D [n_in, n_mat]");
@@ -162,7 +164,8 @@ TensorStats entry_stats(const std::string& tensor, const Parts& p, const std::st
     st.abs_max.assign(m.begin(), m.end());
   }
   if (p.gram) {
-    if (n_mat != 1) STRATA_THROW(name, ": tensor '", p.gram->name, "': Gram matrices of experts are not stored");
+    if (n_mat != 1)
+      STRATA_THROW(name, ": tensor '", p.gram->name, "': Gram matrices of experts are not stored");
     check_matrix_shape(*p.gram, n_in, n_in, name);
     auto g = std::make_shared<GramMatrix>(n_in);
     const float* src = f32_data(*p.gram, name);
@@ -184,15 +187,17 @@ CalibrationFile parse_gguf(std::unique_ptr<GgufFile> gguf, const std::string& na
   const auto chunk_size = md.get_int("imatrix.chunk_size");
   // llama-quantize requires all three keys.
   if (!datasets || !chunk_count || !chunk_size)
-    STRATA_THROW(name, ": missing imatrix metadata (imatrix.datasets, imatrix.chunk_count, imatrix.chunk_size)");
-  if (datasets->elem_type != GgufType::STRING) STRATA_THROW(name, ": imatrix.datasets is not an array of strings");
+    STRATA_THROW(name,
+                 ": missing imatrix metadata (imatrix.datasets, imatrix.chunk_count, imatrix.chunk_size)");
+  if (datasets->elem_type != GgufType::STRING)
+    STRATA_THROW(name, ": imatrix.datasets is not an array of strings");
   f.datasets = datasets->strings;
   f.chunk_count = *chunk_count;
   f.chunk_size = *chunk_size;
 
   std::map<std::string, Parts> parts;
-  const std::pair<const char*, const TensorInfo* Parts::*> kSuffixes[] = {
-      {".in_sum2", &Parts::sum2},        {".counts", &Parts::counts},       {".in_sum", &Parts::sum},
+  const std::pair<const char*, const TensorInfo * Parts::*> kSuffixes[] = {
+      {".in_sum2", &Parts::sum2},       {".counts", &Parts::counts},      {".in_sum", &Parts::sum},
       {".in_abs_sum", &Parts::abs_sum}, {".in_abs_max", &Parts::abs_max}, {".gram", &Parts::gram},
   };
   for (const TensorInfo& t : gguf->tensors()) {
@@ -290,12 +295,14 @@ void write_imatrix_dat(const CalibrationFile& f, const std::string& path) {
     put_i32(static_cast<int64_t>(tensor.size()));
     out += tensor;
     const double count = st.count[0];
-    const int64_t ncall = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(count / static_cast<double>(chunk))));
+    const int64_t ncall =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(count / static_cast<double>(chunk))));
     put_i32(ncall);
     put_i32(st.n_in);
     for (int64_t i = 0; i < st.n_in; ++i) {
       // Partial data (a matrix never reached): llama-imatrix stores 1.
-      const float v = count > 0 ? static_cast<float>(st.sum_sq[static_cast<size_t>(i)] / count * ncall) : 1.0f;
+      const float v =
+          count > 0 ? static_cast<float>(st.sum_sq[static_cast<size_t>(i)] / count * ncall) : 1.0f;
       out.append(reinterpret_cast<const char*>(&v), 4);
     }
   }
@@ -309,7 +316,8 @@ void write_imatrix_dat(const CalibrationFile& f, const std::string& path) {
     o.write(out.data(), static_cast<std::streamsize>(out.size()));
     if (!o) STRATA_THROW(path, ": cannot write");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) STRATA_THROW(path, ": cannot rename the temporary file into place");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    STRATA_THROW(path, ": cannot rename the temporary file into place");
 }
 
 }  // namespace strata::calib

@@ -49,10 +49,19 @@ struct Fold {
 
 const std::vector<Fold>& folds() {
   static const std::vector<Fold> f = {
-      {"attn_norm -> q,k,v", "attn_norm.weight", nullptr, nullptr,
-       {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, false},
+      {"attn_norm -> q,k,v",
+       "attn_norm.weight",
+       nullptr,
+       nullptr,
+       {"attn_q.weight", "attn_k.weight", "attn_v.weight"},
+       false},
       {"v -> o", nullptr, "attn_v.weight", "attn_v.bias", {"attn_output.weight"}, true},
-      {"ffn_norm -> gate,up", "ffn_norm.weight", nullptr, nullptr, {"ffn_gate.weight", "ffn_up.weight"}, false},
+      {"ffn_norm -> gate,up",
+       "ffn_norm.weight",
+       nullptr,
+       nullptr,
+       {"ffn_gate.weight", "ffn_up.weight"},
+       false},
       {"up -> down", nullptr, "ffn_up.weight", nullptr, {"ffn_down.weight"}, false},
   };
   return f;
@@ -81,8 +90,8 @@ FoldLog run_folds(LayerWork& L, const FoldShape& shape, const ScaleFn& scales_fo
     std::vector<int32_t> group;
     int64_t n_groups = n;
     if (f.gqa) {
-      if (shape.n_head <= 0 || shape.n_head_kv <= 0 || shape.head_dim <= 0 || n != shape.n_head * shape.head_dim ||
-          producer->m.n_out != shape.n_head_kv * shape.head_dim)
+      if (shape.n_head <= 0 || shape.n_head_kv <= 0 || shape.head_dim <= 0 ||
+          n != shape.n_head * shape.head_dim || producer->m.n_out != shape.n_head_kv * shape.head_dim)
         continue;
       group = gqa_channel_map(shape);
       n_groups = producer->m.n_out;
@@ -118,16 +127,16 @@ std::vector<int32_t> gqa_channel_map(const FoldShape& sh) {
 }
 
 FoldLog apply_awq(LayerWork& L, const FoldShape& shape, const AwqOptions& o, ThreadPool* pool) {
-  return run_folds(L, shape, [&](const std::vector<const WeightMatrix*>& mats, const InputStats& in,
-                                  const std::vector<int32_t>& group, int64_t n_groups, std::string* note) {
-    const AwqScales r = awq_search_scales(mats, in, group, n_groups, o, pool);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "alpha %.2f, loss %.3gx of plain", r.alpha,
-                  r.loss_plain > 0 ? r.loss / r.loss_plain : 1.0);
-    *note = buf;
-    return r.s;
-  });
+  return run_folds(L, shape,
+                   [&](const std::vector<const WeightMatrix*>& mats, const InputStats& in,
+                       const std::vector<int32_t>& group, int64_t n_groups, std::string* note) {
+                     const AwqScales r = awq_search_scales(mats, in, group, n_groups, o, pool);
+                     char buf[96];
+                     std::snprintf(buf, sizeof buf, "alpha %.2f, loss %.3gx of plain", r.alpha,
+                                   r.loss_plain > 0 ? r.loss / r.loss_plain : 1.0);
+                     *note = buf;
+                     return r.s;
+                   });
 }
-
 
 }  // namespace strata::calib

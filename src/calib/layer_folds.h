@@ -40,7 +40,6 @@ struct FoldLog {
 // statistics). Returns what was done.
 FoldLog apply_awq(LayerWork& layer, const FoldShape& shape, const AwqOptions& options, ThreadPool* pool);
 
-
 // o_proj input channel -> v_proj output channel under grouped-query attention: [n_head * head_dim].
 std::vector<int32_t> gqa_channel_map(const FoldShape& shape);
 

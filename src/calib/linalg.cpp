@@ -86,7 +86,8 @@ bool cholesky_lower(double* A, int64_t n, ThreadPool* pool) {
 
 void invert_lower(double* L, int64_t n, ThreadPool* pool) {
   // Block row i: X_ii = inv(L_ii), X_ij = -X_ii * sum_{k=j}^{i-1} L_ik X_kj (rows < i final).
-  for (int64_t r = 0; r < n; ++r) std::fill(L + r * n + r + 1, L + (r + 1) * n, 0.0);  // the sums read zeros there
+  for (int64_t r = 0; r < n; ++r)
+    std::fill(L + r * n + r + 1, L + (r + 1) * n, 0.0);  // the sums read zeros there
   const int64_t nb = (n + kBlock - 1) / kBlock;
   std::vector<double> t;     // [kBlock, n] sums of the current block row
   std::vector<double> diag;  // [kBlock, kBlock] X_ii
@@ -130,7 +131,8 @@ bool inverse_upper_factor(std::vector<double>& H, int64_t n, std::vector<float>*
   U->assign(static_cast<size_t>(n * n), 0.0f);
   for (int64_t a = 0; a < n; ++a)
     for (int64_t b = a; b < n; ++b)
-      (*U)[static_cast<size_t>(a * n + b)] = static_cast<float>(H[static_cast<size_t>((n - 1 - a) * n + (n - 1 - b))]);
+      (*U)[static_cast<size_t>(a * n + b)] =
+          static_cast<float>(H[static_cast<size_t>((n - 1 - a) * n + (n - 1 - b))]);
   return true;
 }
 

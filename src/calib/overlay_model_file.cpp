@@ -15,9 +15,11 @@ class OverlayModelFile final : public ModelFile {
       TensorInfo out = t;
       const auto it = overrides.find(t.name);
       if (it != overrides.end()) {
-        const size_t want = row_bytes(it->second.type, t.ne[0]) * static_cast<size_t>(t.n_elements() / std::max<int64_t>(1, t.ne[0]));
+        const size_t want = row_bytes(it->second.type, t.ne[0]) *
+                            static_cast<size_t>(t.n_elements() / std::max<int64_t>(1, t.ne[0]));
         if (want != it->second.nbytes)
-          STRATA_THROW("replacement of '", t.name, "' has ", it->second.nbytes, " bytes, its shape needs ", want);
+          STRATA_THROW("replacement of '", t.name, "' has ", it->second.nbytes, " bytes, its shape needs ",
+                       want);
         out.type = it->second.type;
         out.data = it->second.data;
         out.nbytes = it->second.nbytes;

@@ -22,7 +22,8 @@ std::string Progress::render(const std::string& label, int64_t done, int64_t tot
                   std::to_string(total);
   if (!item.empty()) s += " " + item;
   if (done > 0 && done < total) {
-    const auto left = static_cast<int64_t>(elapsed_s / static_cast<double>(done) * static_cast<double>(total - done));
+    const auto left =
+        static_cast<int64_t>(elapsed_s / static_cast<double>(done) * static_cast<double>(total - done));
     char buf[32];
     std::snprintf(buf, sizeof buf, " | %lld:%02lld left", static_cast<long long>(left / 60),
                   static_cast<long long>(left % 60));

@@ -12,27 +12,47 @@ namespace {
 
 // llama_ftype numbers.
 enum Ftype : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10, kQ3_K_S = 11,
-  kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18,
-  kQ2_K_S = 21, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32, kTQ1_0 = 36, kTQ2_0 = 37, kMXFP4_MOE = 38,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ2_K = 10,
+  kQ3_K_S = 11,
+  kQ3_K_M = 12,
+  kQ3_K_L = 13,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_S = 16,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
+  kQ2_K_S = 21,
+  kIQ4_NL = 25,
+  kIQ4_XS = 30,
+  kBF16 = 32,
+  kTQ1_0 = 36,
+  kTQ2_0 = 37,
+  kMXFP4_MOE = 38,
 };
 
 const std::vector<FileTypePreset>& presets() {
   using T = TensorType;
   static const std::vector<FileTypePreset> p = {
-      {"F32", kF32, T::F32, false},         {"F16", kF16, T::F16, false},
-      {"BF16", kBF16, T::BF16, false},      {"Q8_0", kQ8_0, T::Q8_0, false},
-      {"Q4_0", kQ4_0, T::Q4_0, false},      {"Q4_1", kQ4_1, T::Q4_1, false},
-      {"Q5_0", kQ5_0, T::Q5_0, false},      {"Q5_1", kQ5_1, T::Q5_1, false},
-      {"Q2_K", kQ2_K, T::Q2_K, true},       {"Q2_K_S", kQ2_K_S, T::Q2_K, true},
-      {"Q3_K_S", kQ3_K_S, T::Q3_K, true},   {"Q3_K_M", kQ3_K_M, T::Q3_K, true},
-      {"Q3_K_L", kQ3_K_L, T::Q3_K, true},   {"Q3_K", kQ3_K_M, T::Q3_K, true},
-      {"Q4_K_S", kQ4_K_S, T::Q4_K, true},   {"Q4_K_M", kQ4_K_M, T::Q4_K, true},
-      {"Q4_K", kQ4_K_M, T::Q4_K, true},     {"Q5_K_S", kQ5_K_S, T::Q5_K, true},
-      {"Q5_K_M", kQ5_K_M, T::Q5_K, true},   {"Q5_K", kQ5_K_M, T::Q5_K, true},
-      {"Q6_K", kQ6_K, T::Q6_K, true},       {"IQ4_NL", kIQ4_NL, T::IQ4_NL, false},
-      {"IQ4_XS", kIQ4_XS, T::IQ4_XS, false}, {"TQ1_0", kTQ1_0, T::TQ1_0, false},
-      {"TQ2_0", kTQ2_0, T::TQ2_0, false},   {"MXFP4_MOE", kMXFP4_MOE, T::MXFP4, false},
+      {"F32", kF32, T::F32, false},           {"F16", kF16, T::F16, false},
+      {"BF16", kBF16, T::BF16, false},        {"Q8_0", kQ8_0, T::Q8_0, false},
+      {"Q4_0", kQ4_0, T::Q4_0, false},        {"Q4_1", kQ4_1, T::Q4_1, false},
+      {"Q5_0", kQ5_0, T::Q5_0, false},        {"Q5_1", kQ5_1, T::Q5_1, false},
+      {"Q2_K", kQ2_K, T::Q2_K, true},         {"Q2_K_S", kQ2_K_S, T::Q2_K, true},
+      {"Q3_K_S", kQ3_K_S, T::Q3_K, true},     {"Q3_K_M", kQ3_K_M, T::Q3_K, true},
+      {"Q3_K_L", kQ3_K_L, T::Q3_K, true},     {"Q3_K", kQ3_K_M, T::Q3_K, true},
+      {"Q4_K_S", kQ4_K_S, T::Q4_K, true},     {"Q4_K_M", kQ4_K_M, T::Q4_K, true},
+      {"Q4_K", kQ4_K_M, T::Q4_K, true},       {"Q5_K_S", kQ5_K_S, T::Q5_K, true},
+      {"Q5_K_M", kQ5_K_M, T::Q5_K, true},     {"Q5_K", kQ5_K_M, T::Q5_K, true},
+      {"Q6_K", kQ6_K, T::Q6_K, true},         {"IQ4_NL", kIQ4_NL, T::IQ4_NL, false},
+      {"IQ4_XS", kIQ4_XS, T::IQ4_XS, false},  {"TQ1_0", kTQ1_0, T::TQ1_0, false},
+      {"TQ2_0", kTQ2_0, T::TQ2_0, false},     {"MXFP4_MOE", kMXFP4_MOE, T::MXFP4, false},
       {"MXFP4", kMXFP4_MOE, T::MXFP4, false}, {"COPY", kF32, T::F32, false, true},
   };
   return p;
@@ -49,7 +69,20 @@ bool contains(const std::string& s, const char* part) {
 }
 
 // llama.cpp's tensor categories.
-enum class Category { TokenEmbd, AttnQ, AttnV, AttnK, AttnQkv, AttnKvB, AttnOutput, FfnUp, FfnGate, FfnDown, Output, Other };
+enum class Category {
+  TokenEmbd,
+  AttnQ,
+  AttnV,
+  AttnK,
+  AttnQkv,
+  AttnKvB,
+  AttnOutput,
+  FfnUp,
+  FfnGate,
+  FfnDown,
+  Output,
+  Other
+};
 
 Category category_of(const std::string& name) {
   if (name == "output.weight") return Category::Output;
@@ -74,10 +107,10 @@ bool allows_quantization(const TensorInfo& t) {
   if (t.n_dims < 2) return false;
   const std::string& n = t.name;
   if (n.size() < 6 || n.compare(n.size() - 6, 6, "weight") != 0) return false;
-  for (const char* never : {"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
-                            "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "attn_rel_b.weight",
-                            "position_embd", "token_types", "time_mix_", "indexer.k_proj.weight",
-                            "indexer.q_proj.weight"})
+  for (const char* never :
+       {"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+        "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "attn_rel_b.weight", "position_embd",
+        "token_types", "time_mix_", "indexer.k_proj.weight", "indexer.q_proj.weight"})
     if (contains(n, never)) return false;
   return true;
 }
@@ -133,13 +166,20 @@ struct MixtureState {
       return t;
     }
     if (is_attn_v_like(cat)) {
-      if (ftype == kQ2_K) t = hp.n_gqa() >= 4 ? T::Q4_K : T::Q3_K;
-      else if (ftype == kQ2_K_S && hp.n_gqa() >= 4) t = T::Q4_K;
-      else if (ftype == kQ3_K_M) t = i_attention_wv < 2 ? T::Q5_K : T::Q4_K;
-      else if (ftype == kQ3_K_L) t = T::Q5_K;
-      else if ((ftype == kIQ4_NL || ftype == kIQ4_XS) && hp.n_gqa() >= 4) t = T::Q5_K;
-      else if ((ftype == kQ4_K_M || ftype == kQ5_K_M) && use_more_bits(i_attention_wv, n_attention_wv)) t = T::Q6_K;
-      else if (ftype == kQ4_K_S && i_attention_wv < 4) t = T::Q5_K;
+      if (ftype == kQ2_K)
+        t = hp.n_gqa() >= 4 ? T::Q4_K : T::Q3_K;
+      else if (ftype == kQ2_K_S && hp.n_gqa() >= 4)
+        t = T::Q4_K;
+      else if (ftype == kQ3_K_M)
+        t = i_attention_wv < 2 ? T::Q5_K : T::Q4_K;
+      else if (ftype == kQ3_K_L)
+        t = T::Q5_K;
+      else if ((ftype == kIQ4_NL || ftype == kIQ4_XS) && hp.n_gqa() >= 4)
+        t = T::Q5_K;
+      else if ((ftype == kQ4_K_M || ftype == kQ5_K_M) && use_more_bits(i_attention_wv, n_attention_wv))
+        t = T::Q6_K;
+      else if (ftype == kQ4_K_S && i_attention_wv < 4)
+        t = T::Q5_K;
       if (hp.is_70b() && (t == T::Q3_K || t == T::Q4_K)) t = T::Q5_K;
       if (hp.n_expert == 8) t = T::Q8_0;
       ++i_attention_wv;
@@ -152,7 +192,9 @@ struct MixtureState {
       if (ftype == kQ2_K) return T::Q3_K;
       if (ftype == kQ2_K_S) return i < n_layer / 8 ? T::Q4_K : t;
       if (ftype == kQ3_K_M)
-        return i < n_layer / 16 ? T::Q5_K : hp.arch != "falcon" || use_more_bits(i, n_layer) ? T::Q4_K : T::Q3_K;
+        return i < n_layer / 16                                   ? T::Q5_K
+               : hp.arch != "falcon" || use_more_bits(i, n_layer) ? T::Q4_K
+                                                                  : T::Q3_K;
       if (ftype == kQ3_K_L) return hp.arch == "falcon" ? T::Q4_K : T::Q5_K;
       if (ftype == kQ4_K_M) {
         if (hp.arch == "falcon")
@@ -169,8 +211,8 @@ struct MixtureState {
     if (cat == Category::AttnOutput) {
       if (hp.arch != "falcon") {
         if (hp.n_expert == 8) {
-          if (ftype == kQ2_K || ftype == kQ3_K_S || ftype == kQ3_K_M || ftype == kIQ4_NL || ftype == kQ4_K_S ||
-              ftype == kQ4_K_M || ftype == kIQ4_XS)
+          if (ftype == kQ2_K || ftype == kQ3_K_S || ftype == kQ3_K_M || ftype == kIQ4_NL ||
+              ftype == kQ4_K_S || ftype == kQ4_K_M || ftype == kIQ4_XS)
             return T::Q5_K;
           return t;
         }
@@ -197,8 +239,9 @@ struct MixtureState {
 
 void check_quantizable(TensorType t, const std::string& tensor) {
   if (!is_storage_type(t) || !can_quantize(t))
-    STRATA_THROW("cannot quantize '", tensor, "' to ", type_name(t),
-                 ": llama.cpp's quantizer for it needs an importance matrix and a search Strata does not have");
+    STRATA_THROW(
+        "cannot quantize '", tensor, "' to ", type_name(t),
+        ": llama.cpp's quantizer for it needs an importance matrix and a search Strata does not have");
 }
 
 }  // namespace
@@ -206,7 +249,9 @@ void check_quantizable(TensorType t, const std::string& tensor) {
 const FileTypePreset* find_file_type(std::string_view name) {
   for (const FileTypePreset& p : presets())
     if (iequals(p.name, name)) return &p;
-  if (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
+  if (!name.empty() &&
+      std::all_of(name.begin(), name.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
       name.size() < 4) {
     const auto n = static_cast<uint32_t>(std::stoul(std::string(name)));
     for (const FileTypePreset& p : presets())
@@ -285,9 +330,10 @@ std::vector<TensorPlan> plan_tensor_types(const ModelFile& f, const PlanOptions&
     }
     p.wanted = type;
     check_quantizable(type, t.name);
-    if (!o.has_imatrix && o.preset->ftype == kQ2_K_S && type == TensorType::Q2_K && cat != Category::TokenEmbd &&
-        cat != Category::Output)
-      STRATA_THROW("Q2_K_S needs an importance matrix (--imatrix FILE or --calib-file TEXT), as in llama.cpp");
+    if (!o.has_imatrix && o.preset->ftype == kQ2_K_S && type == TensorType::Q2_K &&
+        cat != Category::TokenEmbd && cat != Category::Output)
+      STRATA_THROW(
+          "Q2_K_S needs an importance matrix (--imatrix FILE or --calib-file TEXT), as in llama.cpp");
     p.type = fallback_type(type, t.ne[0]);
     p.fell_back = p.type != type;
   }

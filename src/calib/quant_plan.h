@@ -27,11 +27,11 @@
 namespace strata::calib {
 
 struct FileTypePreset {
-  std::string name;      // llama.cpp's spelling, e.g. "Q4_K_M"
-  uint32_t ftype;        // llama_ftype, written as general.file_type
-  TensorType base;       // the default tensor type
-  bool mixture;          // has mixture rules (the K-quant presets)
-  bool copy = false;     // COPY
+  std::string name;   // llama.cpp's spelling, e.g. "Q4_K_M"
+  uint32_t ftype;     // llama_ftype, written as general.file_type
+  TensorType base;    // the default tensor type
+  bool mixture;       // has mixture rules (the K-quant presets)
+  bool copy = false;  // COPY
 };
 
 // Case-insensitive; nullptr when unknown. Also accepts llama.cpp's numbers ("15").
@@ -57,9 +57,9 @@ struct PlanOptions {
 };
 
 struct TensorPlan {
-  TensorType type = TensorType::F32;  // the type it is stored as
-  bool quantized = false;             // converted by the quantizer (else copied / made F32)
-  bool fell_back = false;             // its rows did not fit the chosen type
+  TensorType type = TensorType::F32;    // the type it is stored as
+  bool quantized = false;               // converted by the quantizer (else copied / made F32)
+  bool fell_back = false;               // its rows did not fit the chosen type
   TensorType wanted = TensorType::F32;  // the type chosen before the fallback
 };
 

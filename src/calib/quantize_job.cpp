@@ -55,7 +55,8 @@ std::vector<float> dequantized(const TensorInfo& t) {
   const int64_t rows = row == 0 ? 0 : t.n_elements() / row;
   const size_t rb = row_bytes(t.type, row);
   for (int64_t r = 0; r < rows; ++r)
-    dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + static_cast<size_t>(r) * rb, v.data() + r * row, row);
+    dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + static_cast<size_t>(r) * rb,
+                   v.data() + r * row, row);
   return v;
 }
 
@@ -79,7 +80,8 @@ OutTensor converted(TensorType type, const std::vector<float>& v, int64_t n, Thr
 
 class Job {
  public:
-  explicit Job(const QuantizeJobOptions& o) : o_(o), pool_(o.threads > 0 ? o.threads : default_thread_count()) {}
+  explicit Job(const QuantizeJobOptions& o)
+      : o_(o), pool_(o.threads > 0 ? o.threads : default_thread_count()) {}
 
   QuantizeJobResult run();
 
@@ -285,7 +287,9 @@ void Job::process_layer(int64_t layer) {
   }
   for (auto& [suffix, v] : L.vecs) {
     const size_t i = index_of.at(suffix);
-    record(i, plan_[i].type == TensorType::F32 ? f32_tensor(v) : converted(plan_[i].type, v, v.size(), &pool_), {});
+    record(i,
+           plan_[i].type == TensorType::F32 ? f32_tensor(v) : converted(plan_[i].type, v, v.size(), &pool_),
+           {});
   }
   for (size_t i : layers_.at(layer))
     if (!done_[i]) process_matrix(i);
@@ -308,9 +312,12 @@ void Job::write() {
   md.set("general.file_type", GgufValue::of_u32(planned_file_type(*src_, o_.plan)));
   if (stats_) {
     // llama-quantize's keys.
-    md.set("quantize.imatrix.file", GgufValue::of_string(o_.imatrix_path.empty() ? o_.calib_name : o_.imatrix_path));
-    if (!stats_->datasets.empty()) md.set("quantize.imatrix.dataset", GgufValue::of_string(stats_->datasets[0]));
-    md.set("quantize.imatrix.entries_count", GgufValue::of_u32(static_cast<uint32_t>(stats_->stats().size())));
+    md.set("quantize.imatrix.file",
+           GgufValue::of_string(o_.imatrix_path.empty() ? o_.calib_name : o_.imatrix_path));
+    if (!stats_->datasets.empty())
+      md.set("quantize.imatrix.dataset", GgufValue::of_string(stats_->datasets[0]));
+    md.set("quantize.imatrix.entries_count",
+           GgufValue::of_u32(static_cast<uint32_t>(stats_->stats().size())));
     if (stats_->chunk_count > 0)
       md.set("quantize.imatrix.chunks_count", GgufValue::of_u32(static_cast<uint32_t>(stats_->chunk_count)));
     md.set("strata.quantize.method", GgufValue::of_string(method_name(o_.method)));
@@ -381,8 +388,8 @@ QuantizeJobResult run_quantize_job(const QuantizeJobOptions& options) {
 std::string format_summary(const QuantizeJobResult& r) {
   std::string s;
   char line[256];
-  std::snprintf(line, sizeof line, "%-28s %-13s %-7s %-28s %11s %11s %7s\n", "tensor", "shape", "type", "method",
-                "err rtn", "err now", "ratio");
+  std::snprintf(line, sizeof line, "%-28s %-13s %-7s %-28s %11s %11s %7s\n", "tensor", "shape", "type",
+                "method", "err rtn", "err now", "ratio");
   s += line;
   double sum_before = 0, sum_after = 0;
   int n = 0;
@@ -397,12 +404,14 @@ std::string format_summary(const QuantizeJobResult& r) {
       sum_after += t.q.err_after;
       ++n;
     }
-    std::snprintf(line, sizeof line, "%-28s %-13s %-7s %-28s %11s %11s %7s\n", t.name.c_str(), t.shape.c_str(),
-                  std::string(type_name(t.to)).c_str(), t.q.how.c_str(), before, after, ratio);
+    std::snprintf(line, sizeof line, "%-28s %-13s %-7s %-28s %11s %11s %7s\n", t.name.c_str(),
+                  t.shape.c_str(), std::string(type_name(t.to)).c_str(), t.q.how.c_str(), before, after,
+                  ratio);
     s += line;
   }
   if (n > 0) {
-    std::snprintf(line, sizeof line, "mean relative output error over %d matrices: %.3e (rtn) -> %.3e (%.3fx)\n", n,
+    std::snprintf(line, sizeof line,
+                  "mean relative output error over %d matrices: %.3e (rtn) -> %.3e (%.3fx)\n", n,
                   sum_before / n, sum_after / n, sum_after / sum_before);
     s += line;
   }

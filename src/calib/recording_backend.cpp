@@ -39,7 +39,8 @@ void RecordingBackend::matmul(const BackendMatrix& w, const float* x, float* y, 
 }
 
 void RecordingBackend::record(const std::string& tensor, int64_t n_in, const float* x, int64_t n_tokens) {
-  const bool shared = x == last_x_ && n_tokens == last_rows_ && n_in == last_n_in_ && generation_ == last_generation_;
+  const bool shared =
+      x == last_x_ && n_tokens == last_rows_ && n_in == last_n_in_ && generation_ == last_generation_;
   if (!shared) leader_ = tensor;
   last_x_ = x;
   last_rows_ = n_tokens;
@@ -74,7 +75,8 @@ void RecordingBackend::record_expert(const std::string& tensor, int expert, int 
   if (!recording_ || n_rows <= 0) return;
   auto [it, inserted] = stats_.try_emplace(tensor, n_in, n_experts);
   TensorStats& s = it->second;
-  STRATA_CHECK(s.n_in == n_in && s.n_mat == n_experts, "matrix ", tensor, " changed shape during calibration");
+  STRATA_CHECK(s.n_in == n_in && s.n_mat == n_experts, "matrix ", tensor,
+               " changed shape during calibration");
   s.accumulate(expert, x, n_rows);
   if (!gram_filter_ || !gram_filter_(tensor)) return;
   auto& g = s.gram[static_cast<size_t>(expert)];
@@ -104,7 +106,8 @@ void RecordingBackend::get_rows(const TensorInfo& table, const int32_t* ids, int
   inner_.get_rows(table, ids, n_ids, out);
 }
 
-void RecordingBackend::rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
+void RecordingBackend::rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n,
+                                float eps) {
   tick();
   inner_.rms_norm(x, w, y, n_rows, n, eps);
 }
@@ -130,7 +133,8 @@ void RecordingBackend::rope(float* x, const int32_t* pos, int64_t n_tokens, int6
   inner_.rope(x, pos, n_tokens, n_heads, head_dim, p);
 }
 
-void RecordingBackend::store_kv(const KvLayerView& kv, const float* k, const float* v, const AttentionBatch& batch) {
+void RecordingBackend::store_kv(const KvLayerView& kv, const float* k, const float* v,
+                                const AttentionBatch& batch) {
   tick();
   inner_.store_kv(kv, k, v, batch);
 }

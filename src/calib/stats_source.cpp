@@ -41,7 +41,8 @@ std::unique_ptr<StatsSource> StatsSource::from_file(const std::string& path) {
   return s;
 }
 
-std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_path, const std::string& tokenizer_path,
+std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_path,
+                                                    const std::string& tokenizer_path,
                                                     const std::string& text, const std::string& dataset_name,
                                                     int64_t n_ctx, int64_t max_chunks, int n_threads) {
   std::unique_ptr<StatsSource> s(new StatsSource());
@@ -51,12 +52,14 @@ std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_pat
   ModelLoadOptions mo;
   mo.tokenizer_path = tokenizer_path;
   s->model_ = Model::load(model_path, *s->recorder_, mo);
-  const int64_t ctx = std::min<int64_t>(n_ctx, s->model_->config().n_ctx_train > 0 ? s->model_->config().n_ctx_train : n_ctx);
+  const int64_t ctx =
+      std::min<int64_t>(n_ctx, s->model_->config().n_ctx_train > 0 ? s->model_->config().n_ctx_train : n_ctx);
   s->text_ = make_calibration_text(s->model_->tokenizer(), text, ctx, max_chunks);
   s->datasets = {dataset_name};
   s->chunk_count = static_cast<int64_t>(s->text_.chunks.size());
   s->chunk_size = s->text_.n_ctx;
-  log_info("calibration: ", s->chunk_count, " chunks of ", s->chunk_size, " tokens (", s->text_.n_tokens(), " tokens)");
+  log_info("calibration: ", s->chunk_count, " chunks of ", s->chunk_size, " tokens (", s->text_.n_tokens(),
+           " tokens)");
   return s;
 }
 
@@ -79,10 +82,12 @@ void StatsSource::prepare(const std::set<std::string>& gram_tensors) {
   if (passes > 0 && gram_tensors.empty()) return;  // plain statistics are the same in every pass
   recorder_->stats().clear();
   recorder_->clear_grams();
-  recorder_->set_gram_filter([gram_tensors](const std::string& name) { return gram_tensors.count(name) > 0; });
+  recorder_->set_gram_filter(
+      [gram_tensors](const std::string& name) { return gram_tensors.count(name) > 0; });
   ++passes;
-  Progress progress(gram_tensors.empty() ? "calibrate" : "calibrate (Hessians " + std::to_string(passes) + ")",
-                    static_cast<int64_t>(text_.chunks.size()));
+  Progress progress(
+      gram_tensors.empty() ? "calibrate" : "calibrate (Hessians " + std::to_string(passes) + ")",
+      static_cast<int64_t>(text_.chunks.size()));
   run_calibration(*model_, text_, [&](int64_t done, int64_t) { progress.update(done); });
   progress.finish();
   for (auto& [name, st] : recorder_->stats())

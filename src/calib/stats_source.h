@@ -24,9 +24,10 @@ class StatsSource {
   // An imatrix / calibration file (read_calibration_file).
   static std::unique_ptr<StatsSource> from_file(const std::string& path);
   // Calibration over `text` on the model at `model_path`, on a CPU backend of n_threads.
-  static std::unique_ptr<StatsSource> from_text(const std::string& model_path, const std::string& tokenizer_path,
-                                                const std::string& text, const std::string& dataset_name,
-                                                int64_t n_ctx, int64_t max_chunks, int n_threads);
+  static std::unique_ptr<StatsSource> from_text(const std::string& model_path,
+                                                const std::string& tokenizer_path, const std::string& text,
+                                                const std::string& dataset_name, int64_t n_ctx,
+                                                int64_t max_chunks, int n_threads);
   ~StatsSource();
 
   // Makes statistics available for every recorded matrix, with Gram matrices for the tensors in

@@ -90,8 +90,8 @@ MatrixReport quantize_matrix(const MatrixJob& j, const MatrixQuantOptions& o, vo
   const auto R = static_cast<int64_t>(rows.size());
   std::vector<float> ref(static_cast<size_t>(R * n));
   for (int64_t k = 0; k < R; ++k)
-    std::copy(j.original.begin() + rows[static_cast<size_t>(k)] * n, j.original.begin() + (rows[static_cast<size_t>(k)] + 1) * n,
-              ref.begin() + k * n);
+    std::copy(j.original.begin() + rows[static_cast<size_t>(k)] * n,
+              j.original.begin() + (rows[static_cast<size_t>(k)] + 1) * n, ref.begin() + k * n);
   std::vector<float> rtn_rows(static_cast<size_t>(R * n));
   for (int64_t k = 0; k < R; ++k) {
     std::vector<uint8_t> q(row_bytes(m.type, n));

@@ -13,7 +13,7 @@ namespace strata::calib {
 struct WeightMatrix {
   std::string name;
   int64_t n_out = 0, n_in = 0;
-  std::vector<float> w;             // [n_out, n_in]
+  std::vector<float> w;               // [n_out, n_in]
   TensorType type = TensorType::F32;  // the type it is quantized to
 
   float* row(int64_t r) { return w.data() + r * n_in; }

@@ -46,10 +46,11 @@ const calib::FileTypePreset* parse_target(const std::string& name) {
   if (const calib::FileTypePreset* p = calib::find_file_type(name)) return p;
   const auto t = tensor_type_from_name(name);
   if (t && is_storage_type(*t) && !can_quantize(*t))
-    STRATA_THROW("cannot quantize to ", type_name(*t),
-                 ": llama.cpp's quantizer for it needs an importance matrix and a lattice search Strata does not "
-                 "have (use one of ",
-                 calib::file_type_names(), ")");
+    STRATA_THROW(
+        "cannot quantize to ", type_name(*t),
+        ": llama.cpp's quantizer for it needs an importance matrix and a lattice search Strata does not "
+        "have (use one of ",
+        calib::file_type_names(), ")");
   STRATA_THROW("unknown quantization type '", name, "' (use one of ", calib::file_type_names(), ")");
 }
 
@@ -57,7 +58,8 @@ void run(QuantizeCliOptions& c) {
   calib::QuantizeJobOptions& o = c.job;
   o.method = calib::parse_method(c.method);
   o.plan.preset = parse_target(c.type);
-  for (const std::string& tt : c.tensor_types) o.plan.overrides.push_back(calib::parse_tensor_type_override(tt));
+  for (const std::string& tt : c.tensor_types)
+    o.plan.overrides.push_back(calib::parse_tensor_type_override(tt));
   if (!c.output_tensor_type.empty())
     o.plan.output_type = parse_tensor_type_option(c.output_tensor_type, "--output-tensor-type");
   if (!c.token_embedding_type.empty())
@@ -76,47 +78,56 @@ void run(QuantizeCliOptions& c) {
       std::fprintf(stderr, "strata: %s [%s]: rows of %s do not fit %s blocks of %lld, using %s\n",
                    t.name.c_str(), t.shape.c_str(), t.shape.substr(0, t.shape.find(' ')).c_str(),
                    std::string(type_name(t.wanted)).c_str(),
-                   static_cast<long long>(type_traits(t.wanted).block_size), std::string(type_name(t.to)).c_str());
+                   static_cast<long long>(type_traits(t.wanted).block_size),
+                   std::string(type_name(t.to)).c_str());
   for (const std::string& n : r.notes) std::fprintf(stderr, "strata: %s\n", n.c_str());
   if (!c.no_summary) std::fputs(calib::format_summary(r).c_str(), stderr);
   std::fprintf(stderr, "strata: wrote %s: %zu tensors, %.2f MiB -> %.2f MiB%s\n", o.output.c_str(),
                r.tensors.size(), static_cast<double>(r.in_bytes) / 1048576.0,
                static_cast<double>(r.out_bytes) / 1048576.0,
-               r.calibration_passes > 0 ? (", " + std::to_string(r.calibration_passes) + " calibration pass(es)").c_str()
-                                        : "");
+               r.calibration_passes > 0
+                   ? (", " + std::to_string(r.calibration_passes) + " calibration pass(es)").c_str()
+                   : "");
 }
 
 void setup(CLI::App& cmd) {
   auto c = std::make_shared<QuantizeCliOptions>();
   calib::QuantizeJobOptions& o = c->job;
-  cmd.add_option("input", o.input, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")->required();
+  cmd.add_option("input", o.input, "Model: GGUF file, llama2.c .bin checkpoint or Hugging Face directory")
+      ->required();
   cmd.add_option("output", o.output, "Output GGUF file")->required();
   cmd.add_option("type", c->type, calib::file_type_names())->required();
   cmd.add_option("--tokenizer", o.tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   cmd.add_option("-t,--threads", o.threads, "Threads (default: physical cores)")->check(CLI::Range(0, 1024));
   cmd.add_flag("--pure", o.plan.pure, "Every matrix TYPE: no mixture rules (llama-quantize --pure)");
-  cmd.add_option("--imatrix", o.imatrix_path, "Importance matrix: llama.cpp's GGUF or .dat, or `strata calibrate`'s");
+  cmd.add_option("--imatrix", o.imatrix_path,
+                 "Importance matrix: llama.cpp's GGUF or .dat, or `strata calibrate`'s");
   cmd.add_option("--method", c->method, "rtn (default), gptq, awq or awq+gptq");
-  cmd.add_option("--calib-file", c->calib_file, "Calibration text to run the model over (instead of --imatrix)");
+  cmd.add_option("--calib-file", c->calib_file,
+                 "Calibration text to run the model over (instead of --imatrix)");
   cmd.add_option("--calib-ctx", o.calib_ctx, "Tokens per calibration chunk (default 512)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   cmd.add_option("--calib-chunks", o.calib_chunks, "Calibration chunks at most (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd.add_option("--calib-mem", c->calib_mem, "Gram matrices held per calibration pass (default 2GiB)");
-  cmd.add_option("--tensor-type", c->tensor_types, "PATTERN=TYPE: tensors matching the regex get TYPE (repeatable)");
+  cmd.add_option("--tensor-type", c->tensor_types,
+                 "PATTERN=TYPE: tensors matching the regex get TYPE (repeatable)");
   cmd.add_option("--output-tensor-type", c->output_tensor_type, "Type of output.weight");
   cmd.add_option("--token-embedding-type", c->token_embedding_type, "Type of token_embd.weight");
   cmd.add_option("--damp", o.gptq.damp, "GPTQ: damping, a fraction of mean(diag H) (default 0.01)");
   cmd.add_flag("--sequential", o.sequential,
                "Calibrate each layer on the already quantized layers before it (one pass per layer)");
-  cmd.add_flag("--act-order", o.gptq.act_order, "GPTQ: quantize blocks (and columns within them) by activation");
+  cmd.add_flag("--act-order", o.gptq.act_order,
+               "GPTQ: quantize blocks (and columns within them) by activation");
   cmd.add_option("--gptq-clip", o.gptq.param_candidates,
                  "GPTQ: clip ratios (1, 0.95, ...) tried for each block's scales (default 1: none)")
       ->check(CLI::Range(1, 10));
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")->check(CLI::Range(1, 1000));
-  cmd.add_flag("--no-clip", [c](int64_t) { c->job.clip = false; }, "AWQ: skip the clip search");
+  cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")
+      ->check(CLI::Range(1, 1000));
+  cmd.add_flag(
+      "--no-clip", [c](int64_t) { c->job.clip = false; }, "AWQ: skip the clip search");
   cmd.add_flag("--no-summary", c->no_summary, "Do not print the per-tensor summary table");
   cmd.callback([c] { run(*c); });
 }

@@ -55,7 +55,8 @@ void nibbles_to_levels(const uint8_t* qs, int* levels) {  // qs: [16]
 }
 
 void levels_to_nibbles(const int* levels, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>((levels[j] & 0xF) | ((levels[j + 16] & 0xF) << 4));
+  for (int j = 0; j < 16; ++j)
+    qs[j] = static_cast<uint8_t>((levels[j] & 0xF) | ((levels[j + 16] & 0xF) << 4));
 }
 
 void q5_levels(const uint8_t* qs, const uint8_t* qh_bytes, int* levels) {
@@ -96,7 +97,8 @@ int q4k_nibble(const uint8_t* qs, int e) {
 void set_q4k_nibbles(uint8_t* qs, const int* levels) {
   for (int c = 0; c < 4; ++c)
     for (int l = 0; l < 32; ++l)
-      qs[c * 32 + l] = static_cast<uint8_t>((levels[c * 64 + l] & 0xF) | ((levels[c * 64 + 32 + l] & 0xF) << 4));
+      qs[c * 32 + l] =
+          static_cast<uint8_t>((levels[c * 64 + l] & 0xF) | ((levels[c * 64 + 32 + l] & 0xF) << 4));
 }
 
 // Q6_K: per half of 128, element l + 32k: low nibble in ql[l + 32 (k % 2)] (k < 2 low nibble),
@@ -115,8 +117,9 @@ void set_q6k_levels(BlockQ6_K& y, const int* levels) {
     for (int l = 0; l < 32; ++l) {
       y.ql[half * 64 + l] = static_cast<uint8_t>((q[l] & 0xF) | ((q[l + 64] & 0xF) << 4));
       y.ql[half * 64 + l + 32] = static_cast<uint8_t>((q[l + 32] & 0xF) | ((q[l + 96] & 0xF) << 4));
-      y.qh[half * 32 + l] = static_cast<uint8_t>(((q[l] >> 4) & 3) | (((q[l + 32] >> 4) & 3) << 2) |
-                                                 (((q[l + 64] >> 4) & 3) << 4) | (((q[l + 96] >> 4) & 3) << 6));
+      y.qh[half * 32 + l] =
+          static_cast<uint8_t>(((q[l] >> 4) & 3) | (((q[l + 32] >> 4) & 3) << 2) |
+                               (((q[l + 64] >> 4) & 3) << 4) | (((q[l + 96] >> 4) & 3) << 6));
     }
   }
 }

@@ -100,7 +100,8 @@ Outputs evaluate(const LayerWork& L, const std::vector<double>& h, const std::ve
   out.v = mul(L.mats.at("attn_v.weight").m, a);
   // o over the attention output of v applied to the normed z_att (each head reads its kv head's
   // channels).
-  const std::vector<double> vz = mul(L.mats.at("attn_v.weight").m, scaled(L.vecs.at("attn_norm.weight"), z_att));
+  const std::vector<double> vz =
+      mul(L.mats.at("attn_v.weight").m, scaled(L.vecs.at("attn_norm.weight"), z_att));
   const std::vector<int32_t> map = gqa_channel_map(FoldShape{kHead, kHeadKv, kHeadDim});
   std::vector<double> att(static_cast<size_t>(kHead * kHeadDim));
   for (size_t c = 0; c < att.size(); ++c) att[c] = vz[static_cast<size_t>(map[c])];
