@@ -32,8 +32,13 @@ class QuantizeCli : public ::testing::Test {
 
   std::string out(const std::string& name) const { return (dir_ / name).string(); }
 
-  test::CommandResult quantize(const std::string& in, const std::string& out_path, const std::string& type) {
-    return test::run_command({test::strata_binary(), "quantize", in, out_path, type, "-t", "2"});
+  // --pure: every matrix TYPE (llama-quantize --pure), which most tests here check; the
+  // mixtures are tested against llama.cpp's file below.
+  test::CommandResult quantize(const std::string& in, const std::string& out_path, const std::string& type,
+                               bool pure = true) {
+    std::vector<std::string> argv = {test::strata_binary(), "quantize", in, out_path, type, "-t", "2"};
+    if (pure) argv.push_back("--pure");
+    return test::run_command(argv);
   }
 
   fs::path dir_;
@@ -119,16 +124,17 @@ TEST_F(QuantizeCli, F32OutputKeepsF32ValuesExactly) {
 }
 
 TEST_F(QuantizeCli, FileTypeNumbersMatchLlamaQuantize) {
-  // TYPE -> the synth-tiny file llama-quantize wrote for the same pure type (K: the _S mixes).
+  // TYPE -> the synth-tiny file llama-quantize wrote for the same type with --pure.
   const std::map<std::string, std::string> fixtures = {
-      {"F16", "f16"},     {"BF16", "bf16"},   {"Q4_0", "q4_0"}, {"Q4_1", "q4_1"},
-      {"Q5_0", "q5_0"},   {"Q5_1", "q5_1"},   {"Q2_K", "q2_k"}, {"Q3_K", "q3_k_s"},
-      {"Q4_K", "q4_k_s"}, {"Q5_K", "q5_k_s"}, {"Q6_K", "q6_k"}};
+      {"F16", "f16"},       {"BF16", "bf16"},     {"Q4_0", "q4_0"}, {"Q4_1", "q4_1"},
+      {"Q5_0", "q5_0"},     {"Q5_1", "q5_1"},     {"Q2_K", "q2_k"}, {"Q3_K_S", "q3_k_s"},
+      {"Q4_K_S", "q4_k_s"}, {"Q5_K_S", "q5_k_s"}, {"Q6_K", "q6_k"}};
   const auto src = open_model_file(test::shared_path("models/stories260K/stories260K.gguf"));
-  for (const auto& [type, suffix] : fixtures) {
-    SCOPED_TRACE(type);
+  for (const auto& [name, suffix] : fixtures) {
+    SCOPED_TRACE(name);
+    const std::string type = name.ends_with("_S") ? name.substr(0, name.size() - 2) : name;
     const auto r =
-        quantize(test::shared_path("models/stories260K/stories260K.gguf"), out(suffix + ".gguf"), type);
+        quantize(test::shared_path("models/stories260K/stories260K.gguf"), out(suffix + ".gguf"), name);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto dst = GgufFile::open(out(suffix + ".gguf"));
     EXPECT_EQ(dst->metadata().get_int("general.file_type"), fixture_file_type(suffix));
@@ -175,7 +181,7 @@ TEST_F(QuantizeCli, Q4_KErrorComparableToLlamaQuantize) {
   // synth-tiny rows (256, 768) split into K blocks, so nothing falls back. llama-quantize's own
   // pure Q4_K file of the same weights sets the bar for the error.
   const std::string f32_path = test::shared_path("models/synth-tiny/synth-tiny-f32.gguf");
-  const auto r = quantize(f32_path, out("q4k.gguf"), "Q4_K");
+  const auto r = quantize(f32_path, out("q4k.gguf"), "Q4_K_S");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("do not fit"), std::string::npos) << r.err;
   const auto src = GgufFile::open(f32_path);
@@ -191,6 +197,29 @@ TEST_F(QuantizeCli, Q4_KErrorComparableToLlamaQuantize) {
     ASSERT_EQ(llama->type, TensorType::Q4_K);
     EXPECT_LE(relative_error(dequantized(*ours->find_tensor(t.name)), ref),
               1.1 * relative_error(dequantized(*llama), ref));
+  }
+}
+
+// Without --pure, a K-quant name is llama.cpp's mixture: the type of every tensor matches the
+// file llama-quantize wrote for synth-tiny as Q4_K_M (Q6_K for output and some attn_v / ffn_down).
+TEST_F(QuantizeCli, Q4_K_MMixtureMatchesLlamaQuantize) {
+  const std::string f32_path = test::shared_path("models/synth-tiny/synth-tiny-f32.gguf");
+  for (const char* name : {"Q4_K_M", "Q4_K"}) {  // Q4_K: llama-quantize's alias of Q4_K_M
+    SCOPED_TRACE(name);
+    const auto r = quantize(f32_path, out("q4km.gguf"), name, false);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto ours = GgufFile::open(out("q4km.gguf"));
+    const auto theirs = GgufFile::open(test::shared_path("models/synth-tiny/synth-tiny-q4_k_m.gguf"));
+    EXPECT_EQ(ours->metadata().get_int("general.file_type"), theirs->metadata().get_int("general.file_type"));
+    ASSERT_EQ(ours->tensors().size(), theirs->tensors().size());
+    int n_q6 = 0;
+    for (const TensorInfo& t : theirs->tensors()) {
+      SCOPED_TRACE(t.name);
+      ASSERT_NE(ours->find_tensor(t.name), nullptr);
+      EXPECT_EQ(ours->find_tensor(t.name)->type, t.type);
+      n_q6 += t.type == TensorType::Q6_K;
+    }
+    EXPECT_GT(n_q6, 0);  // the fixture really is a mixture
   }
 }
 
