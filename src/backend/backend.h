@@ -60,11 +60,12 @@ struct RopeParams {
 };
 
 // The KV cache of one layer: fixed-size blocks in backend memory, element type F16 or F32.
-// Each (block b, kv head g) owns one contiguous tile of block_size * head_dim elements starting
-// at (b * n_head_kv + g) * block_size * head_dim — one tile of the attention kernel. Within it,
-// V is token-major (token t, element e at t * head_dim + e) and K is transposed (element e,
-// token t at e * block_size + t), so a query's scores over the block's keys are head_dim
-// vector multiply-adds across the keys, with no transpose at attention time.
+// Each (block b, kv head g) owns one contiguous K tile of block_size * head_dim elements starting
+// at (b * n_head_kv + g) * block_size * head_dim, and one V tile of block_size * head_dim_v
+// elements at (b * n_head_kv + g) * block_size * head_dim_v — the tiles of the attention kernel.
+// Within them, V is token-major (token t, element e at t * head_dim_v + e) and K is transposed
+// (element e, token t at e * block_size + t), so a query's scores over the block's keys are
+// head_dim vector multiply-adds across the keys, with no transpose at attention time.
 struct KvLayerView {
   void* k = nullptr;  // [n_blocks, n_head_kv, head_dim, block_size]
   void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim_v]
@@ -82,9 +83,9 @@ struct KvLayerView {
 // Host-side description of a ragged batch for the attention ops.
 struct AttentionBatch {
   int64_t n_tokens = 0;
-  const int32_t* pos = nullptr;        // [n_tokens] position of each token in its sequence
-  const int32_t* seq = nullptr;        // [n_tokens] index into block_tables
-  const int64_t* slot = nullptr;       // [n_tokens] KV slot = block * block_size + offset
+  const int32_t* pos = nullptr;              // [n_tokens] position of each token in its sequence
+  const int32_t* seq = nullptr;              // [n_tokens] index into block_tables
+  const int64_t* slot = nullptr;             // [n_tokens] KV slot = block * block_size + offset
   std::vector<const int32_t*> block_tables;  // per sequence: its blocks in position order
   std::vector<int32_t> n_blocks;             // per sequence: entries in its block table
 };
@@ -122,8 +123,7 @@ class Backend {
   virtual void rms_norm(const float* x /* [n_rows, n] */, const float* w /* [n] */,
                         float* y /* [n_rows, n] */, int64_t n_rows, int64_t n, float eps) = 0;
   // y[r, :] += b
-  virtual void add_bias(float* y /* [n_rows, n] */, const float* b /* [n] */, int64_t n_rows,
-                        int64_t n) = 0;
+  virtual void add_bias(float* y /* [n_rows, n] */, const float* b /* [n] */, int64_t n_rows, int64_t n) = 0;
   // y += x
   virtual void add(float* y /* [n] */, const float* x /* [n] */, int64_t n) = 0;
   // out = silu(gate) * up
@@ -132,17 +132,19 @@ class Backend {
   // Rotates each head of x in place by its token's position.
   virtual void rope(float* x /* [n_tokens, n_heads, head_dim] */, const int32_t* pos /* [n_tokens] */,
                     int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p) = 0;
-  // Writes each token's K and V into its slot of the layer's cache.
+  // Writes each token's K and V into its slot of the layer's cache (v is not read, and may be
+  // null, when kv.v_in_k).
   virtual void store_kv(const KvLayerView& kv, const float* k /* [n_tokens, n_head_kv, head_dim] */,
-                        const float* v /* [n_tokens, n_head_kv, head_dim] */,
+                        const float* v /* [n_tokens, n_head_kv, head_dim_v] */,
                         const AttentionBatch& batch) = 0;
   // Copies block `src` of the layer's K and V to block `dst` (copy-on-write of a shared block).
   virtual void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) = 0;
   // Causal attention of every token over its own sequence's cached keys/values (positions
-  // <= its own, within the sliding window), tiled with an online softmax.
+  // <= its own, within the sliding window), tiled with an online softmax. Query head h reads
+  // kv head h / (n_head / n_head_kv).
   virtual void attention(const float* q /* [n_tokens, n_head, head_dim] */, const KvLayerView& kv,
                          const AttentionBatch& batch, const AttentionParams& p,
-                         float* out /* [n_tokens, n_head, head_dim] */) = 0;
+                         float* out /* [n_tokens, n_head, head_dim_v] */) = 0;
 };
 
 // The CPU backend with a persistent pool of n_threads (0: all available cores).

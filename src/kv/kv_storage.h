@@ -12,9 +12,13 @@ namespace strata {
 struct KvGeometry {
   int32_t n_layer = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;    // of K
+  int32_t head_dim_v = 0;  // of V; 0: same as head_dim
+  bool v_in_k = false;     // MLA: V is the first head_dim_v elements of each K row, not stored
   int32_t block_size = 16;
   TensorType type = TensorType::F16;  // F16 (default) or F32
+
+  int32_t v_dim() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
 
   // Bytes of K and V of one block across all layers.
   size_t bytes_per_block() const;

@@ -65,7 +65,8 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<BackendMatrix> prepare_matrix(const TensorInfo& t) override {
     STRATA_CHECK(t.n_dims <= 2 && t.ne[2] == 1 && t.ne[3] == 1, "not a matrix: ", t.name);
-    return std::make_unique<CpuMatrix>(t.type, t.ne[0], t.ne[1], cpu::pack_matrix(t.type, t.ne[0], t.ne[1], t.data));
+    return std::make_unique<CpuMatrix>(t.type, t.ne[0], t.ne[1],
+                                       cpu::pack_matrix(t.type, t.ne[0], t.ne[1], t.data));
   }
 
   void get_rows(const TensorInfo& table, const int32_t* ids, int64_t n_ids, float* out) override {
@@ -73,7 +74,8 @@ class CpuBackend final : public Backend {
     const size_t stride = row_bytes(table.type, n_embd);
     for (int64_t i = 0; i < n_ids; ++i) {
       STRATA_CHECK(ids[i] >= 0 && ids[i] < table.ne[1], "token id ", ids[i], " out of range");
-      dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + stride * static_cast<size_t>(ids[i]),
+      dequantize_row(table.type,
+                     static_cast<const uint8_t*>(table.data) + stride * static_cast<size_t>(ids[i]),
                      out + i * n_embd, n_embd);
     }
   }
@@ -199,49 +201,63 @@ const float* CpuBackend::rope_table(const RopeParams& p, const int32_t* pos, int
   return rope_cache_.data();
 }
 
-void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v, const AttentionBatch& batch) {
-  const int64_t row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v,
+                          const AttentionBatch& batch) {
+  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
+  const int64_t k_row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
+  const int64_t v_row = static_cast<int64_t>(kv.n_head_kv) * hd_v;
   const auto& ops = cpu::op_kernels();
   const bool f16 = kv.type == TensorType::F16;
-  for_rows(batch.n_tokens, 2 * row, [&](int64_t t) {
+  for_rows(batch.n_tokens, k_row + v_row, [&](int64_t t) {
     const int64_t slot = batch.slot[t];
     const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
     STRATA_CHECK(block >= 0 && block < kv.n_blocks, "KV slot out of range");
     uint16_t k16[cpu::kMaxHeadDim];
     for (int32_t g = 0; g < kv.n_head_kv; ++g) {
-      const size_t tile = (static_cast<size_t>(block) * kv.n_head_kv + g) * kv.block_size * kv.head_dim;
-      const float* ks = k + t * row + static_cast<int64_t>(g) * kv.head_dim;
-      const float* vs = v + t * row + static_cast<int64_t>(g) * kv.head_dim;
-      const size_t v_at = tile + static_cast<size_t>(offset) * kv.head_dim;  // V: token-major
+      const size_t tile = static_cast<size_t>(block) * kv.n_head_kv + g;
+      const size_t k_at = tile * kv.block_size * kv.head_dim + offset;  // K: transposed
+      const float* ks = k + t * k_row + static_cast<int64_t>(g) * kv.head_dim;
       if (f16) {
-        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, kv.head_dim);
         ops.f32_to_f16(ks, k16, kv.head_dim);
-        uint16_t* kd = static_cast<uint16_t*>(kv.k) + tile + offset;  // K: transposed
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + k_at;
         for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = k16[e];
       } else {
-        std::copy(vs, vs + kv.head_dim, static_cast<float*>(kv.v) + v_at);
-        float* kd = static_cast<float*>(kv.k) + tile + offset;
+        float* kd = static_cast<float*>(kv.k) + k_at;
         for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = ks[e];
       }
+      if (kv.v_in_k) continue;  // MLA: V is read from the K rows
+      const size_t v_at = (tile * kv.block_size + static_cast<size_t>(offset)) * hd_v;  // V: token-major
+      const float* vs = v + t * v_row + static_cast<int64_t>(g) * hd_v;
+      if (f16)
+        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, hd_v);
+      else
+        std::copy(vs, vs + hd_v, static_cast<float*>(kv.v) + v_at);
     }
   });
 }
 
 void CpuBackend::copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) {
   STRATA_CHECK(src >= 0 && src < kv.n_blocks && dst >= 0 && dst < kv.n_blocks);
-  const size_t bytes = static_cast<size_t>(kv.n_head_kv) * kv.block_size * kv.head_dim *
-                       (kv.type == TensorType::F16 ? 2 : 4);
-  for (void* base : {kv.k, kv.v})
+  const size_t elem = kv.type == TensorType::F16 ? 2 : 4;
+  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
+  auto copy = [&](void* base, int32_t dim) {
+    const size_t bytes = static_cast<size_t>(kv.n_head_kv) * kv.block_size * dim * elem;
     std::memcpy(static_cast<uint8_t*>(base) + bytes * static_cast<size_t>(dst),
                 static_cast<const uint8_t*>(base) + bytes * static_cast<size_t>(src), bytes);
+  };
+  copy(kv.k, kv.head_dim);
+  if (!kv.v_in_k) copy(kv.v, hd_v);
 }
 
 void CpuBackend::attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                            const AttentionParams& p, float* out) {
-  STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && kv.block_size <= cpu::kMaxBlockSize);
-  STRATA_CHECK((p.head_dim_v == 0 || p.head_dim_v == p.head_dim) && !kv.v_in_k && p.softcap == 0.0f &&
-                   p.sinks == nullptr,
-               "attention variant not supported by the CPU kernels");
+  const int32_t hd_v = p.head_dim_v > 0 ? p.head_dim_v : p.head_dim;
+  STRATA_CHECK(p.head_dim == kv.head_dim && hd_v == (kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim),
+               "attention head sizes do not match the KV cache");
+  STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && hd_v <= cpu::kMaxHeadDim &&
+               kv.block_size <= cpu::kMaxBlockSize);
+  STRATA_CHECK(!kv.v_in_k || hd_v <= p.head_dim, "MLA: V must be a prefix of the K row");
+  STRATA_CHECK(p.softcap >= 0.0f && std::isfinite(p.softcap));
   STRATA_CHECK(p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0);
   const int32_t group = p.n_head / p.n_head_kv;
   STRATA_CHECK(group <= cpu::kMaxGroup);
@@ -260,16 +276,18 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
   }
   const auto& ops = cpu::op_kernels();
   const auto kernel = kv.type == TensorType::F16 ? ops.attention_f16 : ops.attention_f32;
-  const int64_t row = static_cast<int64_t>(p.n_head) * p.head_dim;
+  const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
+  const int64_t out_row = static_cast<int64_t>(p.n_head) * hd_v;
   const int64_t n_items = static_cast<int64_t>(spans.size()) * p.n_head_kv;
   auto run_item = [&](int64_t item) {
     const Span& sp = spans[item / p.n_head_kv];
     const int32_t g = static_cast<int32_t>(item % p.n_head_kv);
     const int32_t s = batch.seq[sp.first];
     cpu::AttentionChunk c;
-    c.q = q + sp.first * row + static_cast<int64_t>(g) * group * p.head_dim;
-    c.q_stride = row;
-    c.out = out + sp.first * row + static_cast<int64_t>(g) * group * p.head_dim;
+    c.q = q + sp.first * q_row + static_cast<int64_t>(g) * group * p.head_dim;
+    c.q_stride = q_row;
+    c.out = out + sp.first * out_row + static_cast<int64_t>(g) * group * hd_v;
+    c.out_stride = out_row;
     c.pos = batch.pos + sp.first;
     c.n_q = sp.n;
     c.group = group;
@@ -277,8 +295,11 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     c.block_table = batch.block_tables[s];
     c.scale = p.scale;
     c.sliding_window = p.sliding_window;
+    c.softcap = p.softcap;
+    c.sinks = p.sinks ? p.sinks + static_cast<int64_t>(g) * group : nullptr;
     for (int32_t i = 0; i < sp.n; ++i)
-      STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s], "position beyond block table");
+      STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
+                   "position beyond block table");
     kernel(c, kv);
   };
   if (n_items == 1) {
@@ -292,6 +313,8 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
+  return std::make_unique<CpuBackend>(n_threads);
+}
 
 }  // namespace strata

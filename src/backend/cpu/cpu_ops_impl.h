@@ -8,6 +8,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/fp16.h"
@@ -20,7 +22,9 @@ namespace strata::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-constexpr int kMaxRows = 64;  // query rows (tokens x heads) of one attention chunk
+// Query rows (tokens x heads) of one attention chunk: 64, or one token's heads when a group is
+// larger (MLA's 128 heads over one latent kv head).
+constexpr int kMaxRows = kMaxGroup > 64 ? kMaxGroup : 64;
 
 // exp(x) to ~2e-7 relative error; vectorizable (no libm call). x is clamped to the range where
 // the result is a normal float, so masked-out scores must not be passed in.
@@ -168,13 +172,38 @@ inline __m512 fast_exp16(__m512 x) {
 }
 #endif
 
+// tanh(x) through fast_exp: |x| -> (1 - e) / (1 + e) with e = exp(-2|x|), sign restored. The
+// absolute error stays below ~3e-7 (the relative error of e, scaled by e <= 1).
+inline float fast_tanh(float x) {
+  const float e = fast_exp(-2.0f * std::fabs(x));
+  return std::copysign((1.0f - e) / (1.0f + e), x);
+}
+
+#if defined(__AVX512F__)
+inline __m512 fast_tanh16(__m512 x) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512 e = fast_exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), _mm512_andnot_ps(sign, x)));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 t = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+  return _mm512_or_ps(t, _mm512_and_ps(sign, x));
+}
+#endif
+
+// How raw scores q.k become logits: x = s * pre, then x = cap * tanh(x) when cap > 0 (gemma2's
+// soft-capping, with pre = scale / cap); pre = scale otherwise.
+struct ScoreMap {
+  float pre;
+  float cap;
+};
+
 constexpr int kRowsPerPass = 8;  // query rows scored together (independent FMA chains)
 
 // Online-softmax update of up to kRowsPerPass query rows (the heads of one token that share
-// this kv head) with the keys [first, last] of one tile of 16 keys. Each row's arithmetic is
-// the same whatever the other rows are.
+// this kv head) with the keys [first, last] of one tile of 16 keys. kt: [hd][16] K tile,
+// vf: [16][hd_v] V tile, ar[r]: [hd_v] accumulators. Each row's arithmetic is the same
+// whatever the other rows are.
 inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, const float* vf, int hd,
-                          int first, int last, float scale, float* m, float* l, float* const* ar) {
+                          int hd_v, int first, int last, ScoreMap sm, float* m, float* l, float* const* ar) {
   constexpr int BS = 16;
   alignas(64) float s[kRowsPerPass][BS] = {};
 #if defined(__AVX512F__)
@@ -221,7 +250,8 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
   for (int r = 0; r < n_rows; ++r) {
 #if defined(__AVX512F__)
     // In registers: the scalar loops below round-trip through a small array and stall.
-    const __m512 sv = _mm512_mul_ps(_mm512_load_ps(s[r]), _mm512_set1_ps(scale));
+    __m512 sv = _mm512_mul_ps(_mm512_load_ps(s[r]), _mm512_set1_ps(sm.pre));
+    if (sm.cap > 0.0f) sv = _mm512_mul_ps(_mm512_set1_ps(sm.cap), fast_tanh16(sv));
     const float smax = std::max(m[r], tree_max16(_mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), sv)));
     const __m512 e = _mm512_maskz_mov_ps(valid, fast_exp16(_mm512_sub_ps(sv, _mm512_set1_ps(smax))));
     _mm512_store_ps(p[r], e);
@@ -229,7 +259,8 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
 #else
     alignas(64) float t[BS];
     for (int j = 0; j < BS; ++j) {
-      s[r][j] *= scale;
+      s[r][j] *= sm.pre;
+      if (sm.cap > 0.0f) s[r][j] = sm.cap * fast_tanh(s[r][j]);
       t[j] = (j >= first && j <= last) ? s[r][j] : -INFINITY;
     }
     const float smax = std::max(m[r], tree_max16(t));
@@ -251,12 +282,12 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
   // acc[r] = acc[r] * corr[r] + sum_j p[r][j] * v[j]: per row, the same operations in the same
   // order on every path.
 #if defined(__AVX512F__)
-  if (hd % 16 == 0) {
+  if (hd_v % 16 == 0) {
     // Four rows x up to four 16-float column chunks live in 16 zmm registers across the keys.
     for (int r0 = 0; r0 < n_rows; r0 += 4) {
       const int nr = std::min(4, n_rows - r0);
-      for (int c0 = 0; c0 < hd; c0 += 64) {
-        const int nc = std::min(4, (hd - c0) / 16);
+      for (int c0 = 0; c0 < hd_v; c0 += 64) {
+        const int nc = std::min(4, (hd_v - c0) / 16);
         __m512 a[4][4];
         for (int r = 0; r < 4; ++r)
           for (int cc = 0; cc < 4; ++cc)
@@ -264,9 +295,10 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
                                                            _mm512_set1_ps(corr[r0 + r]))
                                            : _mm512_setzero_ps();
         for (int j = first; j <= last; ++j) {
-          const float* vr = vf + static_cast<int64_t>(j) * hd + c0;
+          const float* vr = vf + static_cast<int64_t>(j) * hd_v + c0;
           __m512 v[4];
-          for (int cc = 0; cc < 4; ++cc) v[cc] = cc < nc ? _mm512_load_ps(vr + 16 * cc) : _mm512_setzero_ps();
+          for (int cc = 0; cc < 4; ++cc)
+            v[cc] = cc < nc ? _mm512_loadu_ps(vr + 16 * cc) : _mm512_setzero_ps();
           for (int r = 0; r < 4; ++r) {
             const __m512 pj = _mm512_set1_ps(p[r0 + r < n_rows ? r0 + r : r0][j]);
             for (int cc = 0; cc < 4; ++cc) a[r][cc] = _mm512_fmadd_ps(pj, v[cc], a[r][cc]);
@@ -282,34 +314,38 @@ inline void attend_tile16(const float* const* qr, int n_rows, const float* kt, c
   for (int r = 0; r < n_rows; ++r) {
     float* a = ar[r];
     if (corr[r] != 1.0f)
-      for (int e = 0; e < hd; ++e) a[e] *= corr[r];
+      for (int e = 0; e < hd_v; ++e) a[e] *= corr[r];
     for (int j = first; j <= last; ++j) {
       const float pj = p[r][j];
-      const float* vr = vf + static_cast<int64_t>(j) * hd;
-      for (int e = 0; e < hd; ++e) a[e] += pj * vr[e];
+      const float* vr = vf + static_cast<int64_t>(j) * hd_v;
+      for (int e = 0; e < hd_v; ++e) a[e] += pj * vr[e];
     }
   }
 }
 
 // Any block size: one row at a time, plain loops.
-inline void attend_tile_row(const float* qr, const float* kt, const float* vf, int bs, int hd, int first,
-                            int last, float scale, float& m, float& l, float* ar) {
+inline void attend_tile_row(const float* qr, const float* kt, const float* vf, int bs, int hd, int hd_v,
+                            int first, int last, ScoreMap sm, float& m, float& l, float* ar) {
   alignas(64) float s[kMaxBlockSize];
   alignas(64) float p[kMaxBlockSize];
   for (int j = 0; j < bs; ++j) s[j] = 0.0f;
   for (int e = 0; e < hd; ++e)
     for (int j = 0; j < bs; ++j) s[j] += qr[e] * kt[e * bs + j];
   float smax = m;
-  for (int j = first; j <= last; ++j) smax = std::max(smax, s[j] *= scale);
+  for (int j = first; j <= last; ++j) {
+    s[j] *= sm.pre;
+    if (sm.cap > 0.0f) s[j] = sm.cap * fast_tanh(s[j]);
+    smax = std::max(smax, s[j]);
+  }
   float lsum = 0.0f;
   for (int j = first; j <= last; ++j) lsum += (p[j] = fast_exp(s[j] - smax));
   if (m != -INFINITY) {
     const float corr = fast_exp(m - smax);
     lsum += l * corr;
-    for (int e = 0; e < hd; ++e) ar[e] *= corr;
+    for (int e = 0; e < hd_v; ++e) ar[e] *= corr;
   }
   for (int j = first; j <= last; ++j)
-    for (int e = 0; e < hd; ++e) ar[e] += p[j] * vf[static_cast<int64_t>(j) * hd + e];
+    for (int e = 0; e < hd_v; ++e) ar[e] += p[j] * vf[static_cast<int64_t>(j) * hd_v + e];
   m = smax;
   l = lsum;
 }
@@ -322,46 +358,95 @@ void load_tile(const KvT* src, float* dst, int64_t n) {
     std::copy(src, src + n, dst);
 }
 
-// Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
-// query row, so no score matrix larger than one block tile is ever materialized. Each K tile is
-// converted once per chunk to f32 (the cache keeps K transposed, [head_dim][block]) so a row's
-// scores are head_dim vector FMAs across the block's keys; each row's arithmetic depends only on its own
-// position, never on the other rows of the chunk (batch invariance).
-template <typename KvT>
-void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
-  const int hd = kv.head_dim;
-  const int bs = kv.block_size;
-  const int rows = c.n_q * c.group;
-  alignas(64) float kt[kMaxHeadDim * kMaxBlockSize];  // K tile, transposed in the cache: [hd][bs]
-  alignas(64) float vf[kMaxBlockSize * kMaxHeadDim];  // V tile [bs][hd]
-  alignas(64) float acc[kMaxRows * kMaxHeadDim];      // [rows][hd]
-  float m[kMaxRows], l[kMaxRows];
-  std::fill(m, m + rows, -INFINITY);
-  std::fill(l, l + rows, 0.0f);
-  std::fill(acc, acc + static_cast<int64_t>(rows) * hd, 0.0f);
+// A 64-byte aligned float buffer that only grows.
+class AlignedFloats {
+ public:
+  ~AlignedFloats() { std::free(data_); }
+  float* get(size_t n) {
+    if (n > cap_) {
+      std::free(data_);
+      cap_ = (n + 15) / 16 * 16;
+      data_ = static_cast<float*>(std::aligned_alloc(64, cap_ * sizeof(float)));
+      if (!data_) {
+        cap_ = 0;
+        throw std::bad_alloc();
+      }
+    }
+    return data_;
+  }
 
-  int32_t lo_min = INT32_MAX, hi_max = -1;
+ private:
+  float* data_ = nullptr;
+  size_t cap_ = 0;
+};
+
+// Per-thread scratch of attention_chunk: with MLA's shapes (576-wide keys, 128 rows) the tiles
+// and accumulators are far too large for a thread's stack.
+struct AttentionScratch {
+  AlignedFloats kt, vf, acc, m, l;
+};
+
+// The first and last positions any token of the chunk attends to.
+inline void chunk_key_range(const AttentionChunk& c, int32_t& lo_min, int32_t& hi_max) {
+  lo_min = INT32_MAX, hi_max = -1;
   for (int t = 0; t < c.n_q; ++t) {
     const int32_t lo = c.sliding_window > 0 ? std::max(0, c.pos[t] - c.sliding_window + 1) : 0;
     lo_min = std::min(lo_min, lo);
     hi_max = std::max(hi_max, c.pos[t]);
   }
-  const size_t tile_elems = static_cast<size_t>(bs) * hd;  // one (block, head) tile
-  const size_t tile_bytes = tile_elems * sizeof(KvT);
+}
+
+// Flash-attention style: one pass over the sequence's key blocks with a running max/sum per
+// query row, so no score matrix larger than one block tile is ever materialized. Each K tile is
+// converted once per chunk to f32 (the cache keeps K transposed, [head_dim][block]) so a row's
+// scores are head_dim vector FMAs across the block's keys; each row's arithmetic depends only on
+// its own position, never on the other rows of the chunk (batch invariance). MLA (v_in_k): the V
+// tile is the first hd_v rows of the K tile, transposed. Sinks start each row's running max at
+// its sink logit with a sum of 1 (exp(sink - sink)) and nothing accumulated: the sink joins the
+// denominator and contributes no value.
+template <typename KvT>
+void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
+  const int hd = kv.head_dim;
+  const int hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : hd;
+  const int bs = kv.block_size;
+  const int rows = c.n_q * c.group;
+  thread_local AttentionScratch scratch;
+  float* kt = scratch.kt.get(static_cast<size_t>(hd) * bs);    // K tile, transposed in the cache: [hd][bs]
+  float* vf = scratch.vf.get(static_cast<size_t>(bs) * hd_v);  // V tile [bs][hd_v]
+  float* acc = scratch.acc.get(static_cast<size_t>(rows) * hd_v);  // [rows][hd_v]
+  float* m = scratch.m.get(static_cast<size_t>(rows));             // [rows] running max
+  float* l = scratch.l.get(static_cast<size_t>(rows));             // [rows] running sum
+  for (int r = 0; r < rows; ++r) {
+    m[r] = c.sinks ? c.sinks[r % c.group] : -INFINITY;
+    l[r] = c.sinks ? 1.0f : 0.0f;
+  }
+  std::fill(acc, acc + static_cast<int64_t>(rows) * hd_v, 0.0f);
+  const ScoreMap sm = c.softcap > 0.0f ? ScoreMap{c.scale / c.softcap, c.softcap} : ScoreMap{c.scale, 0.0f};
+
+  int32_t lo_min, hi_max;
+  chunk_key_range(c, lo_min, hi_max);
+  const size_t k_tile_elems = static_cast<size_t>(bs) * hd;  // one (block, head) tile
+  const size_t v_tile_elems = static_cast<size_t>(bs) * hd_v;
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
-    const size_t tile = (static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head) * tile_elems;
+    const size_t tile = static_cast<size_t>(c.block_table[bi]) * kv.n_head_kv + c.kv_head;
     if (bi < hi_max / bs) {
       // The next tiles live in other blocks, anywhere in the pool: fetch them while this one runs.
-      const size_t next = (static_cast<size_t>(c.block_table[bi + 1]) * kv.n_head_kv + c.kv_head) * tile_elems;
-      const char* nk = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.k) + next);
-      const char* nv = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.v) + next);
-      for (size_t off = 0; off < tile_bytes; off += 64) {
-        __builtin_prefetch(nk + off);
-        __builtin_prefetch(nv + off);
+      const size_t next = static_cast<size_t>(c.block_table[bi + 1]) * kv.n_head_kv + c.kv_head;
+      const char* nk = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.k) + next * k_tile_elems);
+      for (size_t off = 0; off < k_tile_elems * sizeof(KvT); off += 64) __builtin_prefetch(nk + off);
+      if (!kv.v_in_k) {
+        const char* nv = reinterpret_cast<const char*>(static_cast<const KvT*>(kv.v) + next * v_tile_elems);
+        for (size_t off = 0; off < v_tile_elems * sizeof(KvT); off += 64) __builtin_prefetch(nv + off);
       }
     }
-    load_tile(static_cast<const KvT*>(kv.k) + tile, kt, static_cast<int64_t>(tile_elems));
-    load_tile(static_cast<const KvT*>(kv.v) + tile, vf, static_cast<int64_t>(tile_elems));
+    load_tile(static_cast<const KvT*>(kv.k) + tile * k_tile_elems, kt, static_cast<int64_t>(k_tile_elems));
+    if (kv.v_in_k) {
+      for (int j = 0; j < bs; ++j)
+        for (int e = 0; e < hd_v; ++e)
+          vf[static_cast<size_t>(j) * hd_v + e] = kt[static_cast<size_t>(e) * bs + j];
+    } else {
+      load_tile(static_cast<const KvT*>(kv.v) + tile * v_tile_elems, vf, static_cast<int64_t>(v_tile_elems));
+    }
     const int32_t base = bi * bs;
     for (int t = 0; t < c.n_q; ++t) {
       const int32_t lo = c.sliding_window > 0 ? std::max(0, c.pos[t] - c.sliding_window + 1) : 0;
@@ -374,14 +459,14 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
         float* ar[kRowsPerPass];
         for (int i = 0; i < n_rows; ++i) {
           qr[i] = c.q + t * c.q_stride + static_cast<int64_t>(h0 + i) * hd;
-          ar[i] = acc + static_cast<int64_t>(t * c.group + h0 + i) * hd;
+          ar[i] = acc + static_cast<int64_t>(t * c.group + h0 + i) * hd_v;
         }
         const int r0 = t * c.group + h0;
         if (bs == 16) {
-          attend_tile16(qr, n_rows, kt, vf, hd, first, last, c.scale, m + r0, l + r0, ar);
+          attend_tile16(qr, n_rows, kt, vf, hd, hd_v, first, last, sm, m + r0, l + r0, ar);
         } else {
           for (int i = 0; i < n_rows; ++i)
-            attend_tile_row(qr[i], kt, vf, bs, hd, first, last, c.scale, m[r0 + i], l[r0 + i], ar[i]);
+            attend_tile_row(qr[i], kt, vf, bs, hd, hd_v, first, last, sm, m[r0 + i], l[r0 + i], ar[i]);
         }
       }
     }
@@ -389,9 +474,9 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv) {
   for (int t = 0; t < c.n_q; ++t)
     for (int h = 0; h < c.group; ++h) {
       const int r = t * c.group + h;
-      float* o = c.out + t * c.q_stride + static_cast<int64_t>(h) * hd;
+      float* o = c.out + t * c.out_stride + static_cast<int64_t>(h) * hd_v;
       const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-      for (int e = 0; e < hd; ++e) o[e] = acc[static_cast<int64_t>(r) * hd + e] * inv;
+      for (int e = 0; e < hd_v; ++e) o[e] = acc[static_cast<int64_t>(r) * hd_v + e] * inv;
     }
 }
 
