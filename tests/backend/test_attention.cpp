@@ -10,7 +10,6 @@
 #include <random>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_ops.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 

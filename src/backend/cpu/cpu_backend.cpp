@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul.h"
 #include "core/check.h"
@@ -274,8 +275,7 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     spans.push_back({t, n});
     t += n;
   }
-  const auto& ops = cpu::op_kernels();
-  const auto kernel = kv.type == TensorType::F16 ? ops.attention_f16 : ops.attention_f32;
+  const IsaLevel isa = isa_level();
   const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
   const int64_t out_row = static_cast<int64_t>(p.n_head) * hd_v;
   const int64_t n_items = static_cast<int64_t>(spans.size()) * p.n_head_kv;
@@ -300,7 +300,7 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     for (int32_t i = 0; i < sp.n; ++i)
       STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
                    "position beyond block table");
-    kernel(c, kv);
+    cpu::attention_chunk(c, kv, isa);
   };
   if (n_items == 1) {
     run_item(0);
