@@ -124,9 +124,9 @@ std::vector<double> bench_tg(Model& m, Session& s, int n, int reps, Rng& rng) {
 // Batched decode like llama-batched-bench: n_seq sequences, each prefilled with n_prompt random
 // tokens in one ragged batch, then n_gen steps that each decode one token of every sequence.
 // Returns {prefill tokens/s, aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
-std::pair<double, double> bench_batched(Model& m, int n_seq, int n_prompt, int n_gen, Rng& rng,
-                                        OpProfile& tg_profile) {
-  const KvGeometry g = m.kv_geometry(TensorType::F16);
+std::pair<double, double> bench_batched(Model& m, const KvCacheType& kv_type, int n_seq, int n_prompt,
+                                        int n_gen, Rng& rng, OpProfile& tg_profile) {
+  const KvGeometry g = m.kv_geometry(kv_type);
   const int32_t per_seq = static_cast<int32_t>((n_prompt + n_gen + g.block_size - 1) / g.block_size);
   KvStorage kv(m.backend(), g, per_seq * n_seq);
   std::vector<std::vector<BlockId>> tables(static_cast<size_t>(n_seq));  // sequence s owns a block range
@@ -181,11 +181,11 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
         "|---|---|---|---|---|---|\n");
   for (int n_seq : o.parallel) {
     OpProfile prof;
-    bench_batched(m, n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
+    bench_batched(m, o.model.kv.resolve(), n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);
     prof = OpProfile{};
     std::vector<double> pp, tg;
     for (int r = 0; r < o.reps; ++r) {
-      const auto [p, t] = bench_batched(m, n_seq, o.n_prompt, o.n_gen, rng, prof);
+      const auto [p, t] = bench_batched(m, o.model.kv.resolve(), n_seq, o.n_prompt, o.n_gen, rng, prof);
       pp.push_back(p), tg.push_back(t);
     }
     const Stat sp = stats_of(pp), st = stats_of(tg);
@@ -217,7 +217,7 @@ void run(const BenchOptions& o) {
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);
-  Session session(m, std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1));
+  Session session(m, std::max<int64_t>(std::max(o.n_prompt, o.n_gen), 1), o.model.kv.resolve());
   Rng rng(o.seed);
   Stat pp, tg;
   // Share of forward time per op category, over all repetitions of a test.
@@ -275,6 +275,7 @@ void run(const BenchOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<BenchOptions>();
   add_model_options(cmd, o->model);
+  add_kv_options(cmd, o->model.kv);
   // -m is validated in the callback: `bench serve` (a child command) needs no model.
   cmd.get_option("--model")->required(false);
   cmd.add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per prefill test (0: skip)")

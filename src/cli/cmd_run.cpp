@@ -48,7 +48,7 @@ void run(RunOptions& o) {
   const int64_t n_gen = std::min<int64_t>(o.n_predict, n_ctx - static_cast<int64_t>(prompt.size()));
   if (n_gen < o.n_predict) log_warn("generation limited to ", n_gen, " tokens by the context size ", n_ctx);
 
-  Session session(model, n_ctx);
+  Session session(model, n_ctx, o.model.kv.resolve());
   Sampler sampler(o.sampling, static_cast<int32_t>(model.config().n_vocab));
   sampler.set_prompt(prompt);
   const bool after_bos = prompt.size() == 1 && prompt[0] == tok.bos();
@@ -84,6 +84,7 @@ void run(RunOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
+  add_kv_options(cmd, o->model.kv);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");
   auto* f = cmd.add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   p->excludes(f);

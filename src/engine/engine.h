@@ -26,7 +26,7 @@ struct EngineConfig {
   int32_t block_size = 16;
   size_t kv_cache_bytes = 0;           // 0: kv_cache_fraction of the available memory
   double kv_cache_fraction = 0.25;     // of MemAvailable, when kv_cache_bytes is 0
-  TensorType kv_type = TensorType::F16;
+  KvCacheType kv_type;                 // element types of the cache (F16 by default)
   int32_t max_batched_tokens = 512;    // token budget of one step
   int32_t max_num_seqs = 64;           // sequences in one step
   int32_t max_queue = 1024;            // waiting requests beyond this are refused (429)

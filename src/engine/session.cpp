@@ -4,7 +4,7 @@
 
 namespace strata {
 
-Session::Session(Model& model, int64_t n_ctx, TensorType kv_type)
+Session::Session(Model& model, int64_t n_ctx, const KvCacheType& kv_type)
     : model_(model), n_ctx_(n_ctx), pool_(0) {
   STRATA_CHECK(n_ctx > 0);
   const KvGeometry g = model.kv_geometry(kv_type);

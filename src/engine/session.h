@@ -14,8 +14,8 @@ namespace strata {
 
 class Session {
  public:
-  // Reserves KV blocks for n_ctx positions (F16 or F32 cache).
-  Session(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
+  // Reserves KV blocks for n_ctx positions.
+  Session(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {});
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_past() const { return n_past_; }

@@ -8,14 +8,7 @@
 
 namespace strata::eval {
 
-TensorType parse_kv_cache_type(std::string_view name) {
-  const std::optional<TensorType> t = tensor_type_from_name(name);
-  if (!t || (*t != TensorType::F16 && *t != TensorType::F32))
-    STRATA_THROW("unsupported KV cache type '", name, "' (use f16 or f32)");
-  return *t;
-}
-
-WindowRunner::WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type)
+WindowRunner::WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type)
     : session_(model, n_ctx, kv_type), n_vocab_(model.config().n_vocab) {}
 
 void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w) {

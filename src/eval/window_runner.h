@@ -18,16 +18,13 @@ struct LogitsChunk {
   const float* logits = nullptr;  // [n_rows, n_vocab]
 };
 
-// "f16" or "f32" (any case) as a KV cache type; throws strata::Error otherwise.
-TensorType parse_kv_cache_type(std::string_view name);
-
 class WindowRunner {
  public:
   // Rows handed out per chunk; the model splits its own micro-batches at this size too.
   static constexpr int64_t kChunkRows = 512;
 
-  // kv_type: the KV cache element type (F16 as llama.cpp's default, or F32).
-  WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
+  // kv_type: the KV cache element types (F16 by default, as llama.cpp's).
+  WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {});
 
   // Starts a window: evaluates the tokens before its first scored row (KV only).
   // tokens: [n_ctx] as window_tokens() returns them.

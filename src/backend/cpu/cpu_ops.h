@@ -18,9 +18,8 @@ struct OpKernels {
   void (*add)(float* y, const float* x, int64_t n);
   // Rotates all heads of one token; cos_sin: [n_rot / 2] pairs (cos, sin) for this position.
   void (*rope_row)(float* x, const float* cos_sin, int64_t n_heads, int64_t head_dim, int n_rot, bool neox);
-  // x: [n] -> y: [n] in the KV element type, and back.
+  // x: [n] -> y: [n] fp16.
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
-  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };
 
 const OpKernels& op_kernels(IsaLevel isa);

@@ -32,18 +32,6 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void convert_f16_to_f32(const uint16_t* x, float* y, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
-#endif
-  for (; i < n; ++i) y[i] = fp16_to_f32(x[i]);
-}
-
 void op_f32_to_f16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
@@ -98,7 +86,7 @@ void op_rope_row(float* x, const float* cos_sin, int64_t n_heads, int64_t head_d
 }
 
 constexpr OpKernels kOpKernels = {
-    op_rms_norm_row, op_swiglu, op_add, op_rope_row, op_f32_to_f16, convert_f16_to_f32,
+    op_rms_norm_row, op_swiglu, op_add, op_rope_row, op_f32_to_f16,
 };
 
 }  // namespace
