@@ -214,6 +214,7 @@ void run(const BenchOptions& o) {
   out["type"] = dominant_type(m.file());
   out["threads"] = lm.backend->n_threads();
   out["isa"] = isa_name(isa_level());
+  out["kv_type"] = type_name(o.model.kv.resolve());
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);

@@ -143,10 +143,10 @@ inline double cache_element(const KvLayerView& kv, bool is_k, int32_t block, int
 }
 
 // Largest |x - decoded| a 32-element group of `type` allows for values x: [n]: half a step of its
-// scale (a whole step for Q4_0 / Q5_0, whose scale maps the largest magnitude to the side with
-// one more level), for IQ4_NL the 14 levels an element of the opposite sign to the largest can be
-// clipped by (the grid ends at 113, not 127); plus the fp16 rounding of the scale and min. KIVI
-// channels (n values across a block's tokens) follow the affine rule of their bits.
+// scale (a whole step of the largest scale Q4_0 / Q5_0 may choose, amax / (2^(bits-1) - 1): the
+// element of opposite sign to the largest can be clipped by that), for IQ4_NL the 14 levels an element of the
+// opposite sign to the largest can be clipped by (the grid ends at 113, not 127); plus the fp16 rounding of
+// the scale and min. KIVI channels (n values across a block's tokens) follow the affine rule of their bits.
 inline double group_bound(KvType type, const double* x, int n, bool kivi_channel = false) {
   double lo = INFINITY, hi = -INFINITY, amax = 0;
   for (int j = 0; j < n; ++j)

@@ -19,24 +19,6 @@ inline __mmask16 first_lanes(int n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
 }
 
-// Halving the vector: lane j meets lane j + w for w = 8, 4, 2, 1 (short dependency chains).
-template <typename Op>
-inline float tree_reduce16(__m512 v, Op op) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m128 a = op(_mm256_castps256_ps128(lo), _mm256_castps256_ps128(hi));
-  const __m128 b = op(_mm256_extractf128_ps(lo, 1), _mm256_extractf128_ps(hi, 1));
-  const __m128 c = op(a, b);
-  const __m128 d = op(c, _mm_movehl_ps(c, c));
-  return _mm_cvtss_f32(op(d, _mm_movehdup_ps(d)));
-}
-inline float tree_sum16(__m512 v) {
-  return tree_reduce16(v, [](__m128 x, __m128 y) { return _mm_add_ps(x, y); });
-}
-inline float tree_max16(__m512 v) {
-  return tree_reduce16(v, [](__m128 x, __m128 y) { return _mm_max_ps(x, y); });
-}
-
 // One zmm of up to 16 key scores per row, all kRowsPerPass rows in registers (independent FMA
 // chains); missing rows score a zero query.
 void scores(const float* const* qr, int n_rows, const float* kt, int hd, int bs, float* s) {
@@ -59,6 +41,28 @@ void scores(const float* const* qr, int n_rows, const float* kt, int hd, int bs,
   }
 }
 
+// Reduces each of 8 vectors to one value (lane r of the result: row r), in a fixed network of
+// 128-bit shuffles: a row's value depends on its own 16 lanes only, in the same order always.
+template <typename Op>
+inline __m256 reduce8(const __m512* v, Op op) {
+  __m512 h[4];  // [row 2i lanes 0..7 reduced with 8..15 | row 2i+1 likewise]
+  for (int i = 0; i < 4; ++i)
+    h[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+              _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  __m512 q[2];  // 128-bit lane k: 4 partials of row 4i + k
+  for (int i = 0; i < 2; ++i)
+    q[i] = op(_mm512_shuffle_f32x4(h[2 * i], h[2 * i + 1], 0x88),
+              _mm512_shuffle_f32x4(h[2 * i], h[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i) {  // within each 128-bit lane: 4 -> 1 (in every element)
+    q[i] = op(q[i], _mm512_permute_ps(q[i], 0x4E));
+    q[i] = op(q[i], _mm512_permute_ps(q[i], 0xB1));
+  }
+  // Element 0 of each 128-bit lane: rows 0..3 from q[0], 4..7 from q[1].
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps256(_mm512_permutex2var_ps(q[0], idx, q[1]));
+}
+
+// All rows' maxima, sums and rescaling factors as 8-lane vectors: no per-row horizontal chains.
 void softmax(const float* s, int n_rows, int bs, int first, int last, ScoreMap sm, float* m, float* l,
              float* p, float* corr) {
   const int n_chunks = (bs + 15) / 16;  // bs <= 32: at most two zmm per row
@@ -67,30 +71,39 @@ void softmax(const float* s, int n_rows, int bs, int first, int last, ScoreMap s
     keys[c] = first_lanes(bs - 16 * c);
     valid[c] = static_cast<__mmask16>(first_lanes(last + 1 - 16 * c) & ~first_lanes(first - 16 * c));
   }
-  for (int r = 0; r < n_rows; ++r) {
-    __m512 x[2];
-    __m512 vmax = _mm512_set1_ps(-INFINITY);
-    for (int c = 0; c < n_chunks; ++c) {
-      x[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(keys[c], s + r * bs + 16 * c), _mm512_set1_ps(sm.pre));
-      if (sm.cap > 0.0f) x[c] = _mm512_mul_ps(_mm512_set1_ps(sm.cap), fast_tanh16(x[c]));
-      vmax = _mm512_max_ps(vmax, _mm512_mask_blend_ps(valid[c], _mm512_set1_ps(-INFINITY), x[c]));
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  __m512 x[kRowsPerPass][2], vmax[kRowsPerPass], vsum[kRowsPerPass];
+  for (int r = 0; r < kRowsPerPass; ++r) {
+    vmax[r] = neg_inf;
+    for (int c = 0; c < n_chunks && r < n_rows; ++c) {
+      x[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(keys[c], s + r * bs + 16 * c), _mm512_set1_ps(sm.pre));
+      if (sm.cap > 0.0f) x[r][c] = _mm512_mul_ps(_mm512_set1_ps(sm.cap), fast_tanh16(x[r][c]));
+      vmax[r] = _mm512_max_ps(vmax[r], _mm512_mask_blend_ps(valid[c], neg_inf, x[r][c]));
     }
-    const float smax = std::max(m[r], tree_max16(vmax));
-    __m512 vsum = _mm512_setzero_ps();
-    for (int c = 0; c < n_chunks; ++c) {
-      const __m512 e = _mm512_maskz_mov_ps(valid[c], fast_exp16(_mm512_sub_ps(x[c], _mm512_set1_ps(smax))));
-      _mm512_mask_storeu_ps(p + r * bs + 16 * c, keys[c], e);
-      vsum = _mm512_add_ps(vsum, e);
-    }
-    float lsum = tree_sum16(vsum);
-    corr[r] = 1.0f;
-    if (m[r] != -INFINITY) {
-      corr[r] = fast_exp(m[r] - smax);
-      lsum += l[r] * corr[r];
-    }
-    m[r] = smax;
-    l[r] = lsum;
   }
+  const __mmask8 rows = static_cast<__mmask8>((1u << n_rows) - 1);
+  const __m256 m_old = _mm256_mask_loadu_ps(_mm256_set1_ps(-INFINITY), rows, m);
+  const __m256 smax =
+      _mm256_max_ps(m_old, reduce8(vmax, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }));
+  alignas(32) float smax_r[kRowsPerPass];
+  _mm256_store_ps(smax_r, smax);
+  for (int r = 0; r < kRowsPerPass; ++r) {
+    vsum[r] = _mm512_setzero_ps();
+    for (int c = 0; c < n_chunks && r < n_rows; ++c) {
+      const __m512 e =
+          _mm512_maskz_mov_ps(valid[c], fast_exp16(_mm512_sub_ps(x[r][c], _mm512_set1_ps(smax_r[r]))));
+      _mm512_mask_storeu_ps(p + r * bs + 16 * c, keys[c], e);
+      vsum[r] = _mm512_add_ps(vsum[r], e);
+    }
+  }
+  const __m256 lsum = reduce8(vsum, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  // corr = exp(m_old - smax), 1 for rows that had seen nothing (m_old = -inf, l_old = 0).
+  const __mmask8 fresh = _mm256_cmp_ps_mask(m_old, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+  const __m256 c8 = _mm256_mask_blend_ps(fresh, fast_exp8(_mm256_sub_ps(m_old, smax)), _mm256_set1_ps(1.0f));
+  const __m256 l_old = _mm256_maskz_loadu_ps(rows & ~fresh, l);
+  _mm256_mask_storeu_ps(corr, rows, c8);
+  _mm256_mask_storeu_ps(m, rows, smax);
+  _mm256_mask_storeu_ps(l, rows, _mm256_fmadd_ps(l_old, c8, lsum));
 }
 
 // Four rows x up to four 16-float column chunks (64 columns) live in 16 zmm across the keys.

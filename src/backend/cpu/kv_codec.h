@@ -3,14 +3,15 @@
 //
 // The same portable source (kv_codec_impl.h) is compiled for baseline x86-64 (kv_codec.cpp, the
 // scalar reference), AVX2 and AVX-512; Q8_0 uses the explicit SIMD activation quantizers of the
-// matmul (act_q8_0*.cpp), F16 the F16C/AVX-512 converters. Quantizers are round-to-nearest, as
-// llama.cpp quantizes its KV cache: a search over scales per token and layer would cost more than
-// the attention it serves.
+// matmul (act_q8_0*.cpp), F16 the F16C/AVX-512 converters. Quantizers are round-to-nearest with
+// at most a 9- or 15-candidate scale choice per group: they run for every token of every layer,
+// so an exhaustive search (as the weight quantizers do) would cost more than the attention.
 //
 // Quantizers per 32-element group (d and m stored as fp16):
 //   Q8_0    d = amax / 127, q = round(x / d)                       (llama.cpp's quantize_row_q8_0)
-//   Q4_0    d = v / -8 with v the element of largest magnitude, L = clamp(round(x / d), -8, 7)
-//   Q5_0    d = v / -16, L = clamp(round(x / d), -16, 15)
+//   Q4_0    d = v / -(8 - delta) with v the element of largest magnitude and delta the best of
+//           {0, 1/8, ..., 1} by squared error, L = clamp(round(x / d), -8, 7)
+//   Q5_0    as Q4_0 with 16 levels a side: d = v / -(16 - delta), L in [-16, 15]
 //   Q4_1    d = (max - min) / 15, m = min, q = clamp(round((x - m) / d), 0, 15)
 //   Q5_1    d = (max - min) / 31, as Q4_1 with 5 bits
 //   IQ4_NL  the best of 15 candidate scales d = v / (-127 + k), k = -7..7, each with levels

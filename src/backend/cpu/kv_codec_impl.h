@@ -71,11 +71,36 @@ void q8_0_row(const float* x, void* y, int64_t n) {
 }
 
 // Q4_0 (bits 4) and Q5_0 (bits 5): d = v / -2^(bits-1), levels in [-2^(bits-1), 2^(bits-1) - 1].
+// Squared error of rounding x to levels [lo, hi] of scale d, computed so that no level's result
+// depends on FMA contraction: d * L is exact in double, the difference is rounded once to float,
+// and its square is exact in double.
+inline double rounding_error(const float* x, float d, int lo, int hi) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  double err = 0.0;
+  for (int j = 0; j < kQK; ++j) {
+    const float e =
+        static_cast<float>(static_cast<double>(x[j]) - static_cast<double>(d) * level(x[j] * id, lo, hi));
+    err += static_cast<double>(e) * e;
+  }
+  return err;
+}
+
+// The scale maps the element of largest magnitude v to level -(kHalf - delta) for delta in
+// {0, 1/8, ..., 1}; the scale (in fp16) of least squared error wins. delta = 0 is round-to-nearest
+// with d = v / -kHalf; a larger delta clips that element by less than a step and rounds the rest
+// on a finer grid, which is better for the bell-shaped rows the rotation makes.
 template <int kBits>
 void quantize_signed_group(const float* x, uint8_t* blk) {
   constexpr int kHalf = 1 << (kBits - 1);
-  const float d = std::max(-65504.0f, std::min(65504.0f, signed_amax(x, kQK) / -static_cast<float>(kHalf)));
-  const fp16_t dh = f32_to_fp16(d);
+  const float v = signed_amax(x, kQK);
+  fp16_t dh = 0;
+  double best = INFINITY;
+  for (int k = 0; k <= 8; ++k) {
+    const float d = std::max(-65504.0f, std::min(65504.0f, v / -(static_cast<float>(kHalf) - 0.125f * k)));
+    const fp16_t h = f32_to_fp16(d);
+    const double err = rounding_error(x, fp16_to_f32(h), -kHalf, kHalf - 1);
+    if (err < best) best = err, dh = h;
+  }
   const float id = fp16_to_f32(dh) != 0.0f ? 1.0f / fp16_to_f32(dh) : 0.0f;
   uint8_t q[kQK];
   for (int j = 0; j < kQK; ++j) q[j] = static_cast<uint8_t>(level(x[j] * id, -kHalf, kHalf - 1) + kHalf);
