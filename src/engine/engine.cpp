@@ -429,12 +429,18 @@ void Engine::Impl::update_stats() {
   m.kv_cache_usage.set(pool.n_total() ? static_cast<double>(pool.n_used()) / pool.n_total() : 0.0);
   m.kv_cache_waste.set(waste);
   m.kv_blocks_free.set(pool.n_free());
+  const size_t block_bytes = kv_storage->geometry().bytes_per_block();
+  m.kv_block_bytes.set(static_cast<double>(block_bytes));
+  m.kv_total_bytes.set(static_cast<double>(kv_storage->bytes()));
+  m.kv_used_bytes.set(static_cast<double>(block_bytes) * pool.n_used());
   std::lock_guard<std::mutex> lock(stats_mu);
   stats.running = static_cast<int32_t>(scheduler->n_running());
   stats.waiting = static_cast<int32_t>(scheduler->n_waiting());
   stats.kv_blocks_total = pool.n_total();
   stats.kv_blocks_used = pool.n_used();
   stats.kv_blocks_cached = pool.n_cached_free();
+  stats.kv_block_bytes = block_bytes;
+  stats.kv_bytes_total = kv_storage->bytes();
   stats.kv_waste = waste;
 }
 

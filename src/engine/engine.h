@@ -49,6 +49,8 @@ struct EngineStats {
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_used = 0;   // referenced by a running request
   int32_t kv_blocks_cached = 0; // free but holding a cached prefix block
+  size_t kv_block_bytes = 0;    // one block over all layers, K and V, in the configured types
+  size_t kv_bytes_total = 0;    // the whole cache (blocks and KIVI staging)
   double kv_waste = 0.0;        // allocated-but-empty slots / allocated slots
   int64_t prefix_queries = 0;   // tokens
   int64_t prefix_hits = 0;      // tokens
