@@ -147,7 +147,11 @@ SubmitResult Engine::submit(RequestParams p, EventCallback on_event) {
   if (total > impl_->max_len)
     STRATA_THROW("this model's maximum context length is ", impl_->max_len, " tokens, but ", total,
                  " were requested (", p.prompt.size(), " in the prompt, ", p.stop.max_tokens, " to generate)");
-  if (impl_->kv->blocks_for(total) > impl_->kv->pool().n_total())
+  // With a sliding window a sequence holds at most the window, one chunk and a partial block.
+  const int64_t window = impl_->model.config().sliding_window;
+  const int64_t held =
+      window > 0 ? std::min<int64_t>(total, window + config_.max_batched_tokens + config_.block_size) : total;
+  if (impl_->kv->blocks_for(held) > impl_->kv->pool().n_total())
     STRATA_THROW("the request needs ", total, " tokens of KV cache but the whole cache holds ",
                  static_cast<int64_t>(impl_->kv->pool().n_total()) * config_.block_size);
   if (!impl_->accepting) return {SubmitStatus::ShuttingDown, 0};
@@ -297,6 +301,9 @@ void Engine::Impl::process_outputs(const ScheduleOutput& so) {
     engine.metrics_.prompt_tokens.add(
         static_cast<double>(std::max<int64_t>(0, std::min(s.n_computed, s.n_prompt) - (s.n_computed - c.n_tokens))));
     kv->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);
+    // Sliding-window attention (every layer): blocks no later query can reach are given back,
+    // so a long generation holds about window / block_size blocks.
+    if (const int64_t w = model.config().sliding_window; w > 0) kv->drop_before(s.kv, s.n_computed + 1 - w);
     if (s.n_computed != static_cast<int64_t>(s.tokens.size())) continue;  // mid-prompt chunk
     const float* row_logits = logits.data() + row++ * n_vocab;
     if (s.status == SequenceStatus::Finished) continue;
@@ -420,8 +427,10 @@ void Engine::Impl::update_stats() {
   const BlockPool& pool = kv->pool();
   int64_t allocated = 0, filled = 0;
   for (Sequence* s : scheduler->running()) {
-    allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv->block_size();
-    filled += std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv->block_size());
+    const int64_t dropped = static_cast<int64_t>(s->kv.n_dropped) * kv->block_size();
+    allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv->block_size() - dropped;
+    filled +=
+        std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv->block_size()) - dropped;
   }
   const double waste = allocated > 0 ? static_cast<double>(allocated - filled) / static_cast<double>(allocated) : 0.0;
   m.num_requests_running.set(static_cast<double>(scheduler->n_running()));
