@@ -18,14 +18,17 @@ template <void (*Quantize)(const float*, void*, int64_t)>
 void prepare_query_with(const float* x, int32_t n_groups, uint8_t* row) {
   BlockQ8_0 blocks[kMaxQueryGroups];
   Quantize(x, blocks, static_cast<int64_t>(n_groups) * kQK);
-  auto* d = reinterpret_cast<float*>(row + static_cast<size_t>(n_groups) * kQK);
-  auto* sums = reinterpret_cast<int32_t*>(d + n_groups);
+  // The row may sit at any byte offset (the callers' scratch, the tests' unaligned rows): scales
+  // and sums are stored bytewise.
+  uint8_t* d = row + static_cast<size_t>(n_groups) * kQK;  // [n_groups] f32
+  uint8_t* sums = d + 4 * static_cast<size_t>(n_groups);   // [n_groups] i32
   for (int32_t g = 0; g < n_groups; ++g) {
     std::memcpy(row + static_cast<size_t>(g) * kQK, blocks[g].qs, kQK);
-    d[g] = fp16_to_f32(blocks[g].d);
+    const float scale = fp16_to_f32(blocks[g].d);
+    std::memcpy(d + 4 * static_cast<size_t>(g), &scale, 4);
     int32_t s = 0;
     for (int j = 0; j < kQK; ++j) s += blocks[g].qs[j];
-    sums[g] = s;
+    std::memcpy(sums + 4 * static_cast<size_t>(g), &s, 4);
   }
 }
 
