@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_layout.h"
 #include "core/tensor_type.h"
 
 namespace strata {
@@ -118,17 +119,34 @@ struct RopeParams {
   const float* freq_factors = nullptr;
 };
 
-// The KV cache of one layer: fixed-size blocks in backend memory, element type F16 or F32.
-// Each (block b, kv head g) owns one contiguous K tile of block_size * head_dim elements starting
-// at (b * n_head_kv + g) * block_size * head_dim, and one V tile of block_size * head_dim_v
-// elements at (b * n_head_kv + g) * block_size * head_dim_v — the tiles of the attention kernel.
-// Within them, V is token-major (token t, element e at t * head_dim_v + e) and K is transposed
-// (element e, token t at e * block_size + t), so a query's scores over the block's keys are
-// head_dim vector multiply-adds across the keys, with no transpose at attention time.
+// KIVI's full-precision window (kv_layout.h): F16 copies of the blocks being filled, for the KIVI
+// types, which quantize a whole block at once. store_kv and copy_kv_block maintain it, attention
+// reads a staged block from here instead of the cache. A block is staged from its first write
+// until its last token is written, then quantized into the cache; when all slots are taken, the
+// least recently written one is quantized early (over the tokens it has) to free its slot, and
+// brought back (dequantized) if its block is written again.
+struct KvStaging {
+  int32_t n_slots = 0;
+  void* k = nullptr;  // [n_slots, n_head_kv, head_dim, block_size] f16 (as an F16 K tile), or null
+  void* v = nullptr;  // [n_slots, n_head_kv, block_size, head_dim_v] f16, or null
+  std::vector<int32_t> slot_of_block;  // [n_blocks] staging slot of each block, -1: none
+  std::vector<int32_t> block_of_slot;  // [n_slots] the block a slot holds, -1: free
+  std::vector<int32_t> n_written;      // [n_slots] 1 + the highest token offset written
+  std::vector<uint64_t> last_write;    // [n_slots] clock of the slot's last write
+  uint64_t clock = 0;
+};
+
+// The KV cache of one layer: fixed-size blocks in backend memory. Each (block b, kv head g) owns
+// one K tile at k + (b * n_head_kv + g) * k_layout().bytes and one V tile at
+// v + (b * n_head_kv + g) * v_layout().bytes — the tiles of the attention kernel. kv_layout.h
+// defines each type's tile: float K is transposed (element e, token t at e * block_size + t), so a
+// query's scores over the block's keys are head_dim vector multiply-adds across the keys; V and
+// quantized K are token rows.
 struct KvLayerView {
-  void* k = nullptr;  // [n_blocks, n_head_kv, head_dim, block_size]
-  void* v = nullptr;  // [n_blocks, n_head_kv, block_size, head_dim_v]
-  TensorType type = TensorType::F16;
+  void* k = nullptr;  // [n_blocks, n_head_kv] K tiles (head_dim wide)
+  void* v = nullptr;  // [n_blocks, n_head_kv] V tiles (head_dim_v wide); null when v_in_k
+  KvType k_type = KvType::F16;
+  KvType v_type = KvType::F16;
   int32_t n_blocks = 0;
   int32_t block_size = 16;
   int32_t n_head_kv = 0;
@@ -137,6 +155,16 @@ struct KvLayerView {
   // MLA (deepseek2): V is the first head_dim_v elements of each cached K row (the latent), so
   // nothing is stored for V and `v` is null.
   bool v_in_k = false;
+  // Quantized K: store_kv multiplies each head's K, and attention each head's Q, by the same fixed
+  // orthogonal matrix (signed Walsh-Hadamard, kv_rotation in backend/cpu/kv_codec.h) before
+  // quantizing K, so scores are unchanged in exact arithmetic while outlier channels are spread
+  // over the whole head. Not with v_in_k (V would be read rotated).
+  bool rotate_k = false;
+  KvStaging* staging = nullptr;  // KIVI K or V: the blocks being filled; else null
+
+  int32_t v_dim() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
+  KvTileLayout k_layout() const { return kv_tile_layout(k_type, true, head_dim, block_size); }
+  KvTileLayout v_layout() const { return kv_tile_layout(v_type, false, v_dim(), block_size); }
 };
 
 // Host-side description of a ragged batch for the attention ops.

@@ -5,8 +5,7 @@
 // engine running on this backend.
 //
 // Matrices that read the same input (consecutive matmuls on the same x with no other op in
-// between: q/k/v, gate/up) share one Gram matrix. A grouped expert matmul (MoE) records its rows
-// per expert through record_expert().
+// between: q/k/v, gate/up) share one Gram matrix.
 #pragma once
 
 #include <functional>
@@ -56,6 +55,49 @@ class RecordingBackend final : public Backend {
   void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) override;
   void attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch, const AttentionParams& p,
                  float* out) override;
+  // The ops of the newer architectures pass through (each is "another op": inputs after it are
+  // not shared). Expert stacks are not recorded here: matmul_stack sees rows already grouped by
+  // expert inside the backend, so MoE experts get no statistics (dense matrices do).
+  std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) override {
+    return inner_.prepare_matrix_stack(t);
+  }
+  void glu(GluKind kind, const float* gate, const float* up, int64_t in_stride, float* out, int64_t n_rows,
+           int64_t n) override {
+    tick();
+    inner_.glu(kind, gate, up, in_stride, out, n_rows, n);
+  }
+  void softcap(float* x, int64_t n, float cap) override {
+    tick();
+    inner_.softcap(x, n, cap);
+  }
+  void scale(float* x, int64_t n, float s) override {
+    tick();
+    inner_.scale(x, n, s);
+  }
+  void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t n_rows,
+                 int64_t n) override {
+    tick();
+    inner_.copy_rows(src, src_stride, dst, dst_stride, n_rows, n);
+  }
+  void moe_route(const float* logits, int64_t n_tokens, const MoeRouting& r, int32_t* ids, float* weights) override {
+    tick();
+    inner_.moe_route(logits, n_tokens, r, ids, weights);
+  }
+  void matmul_stack(const BackendMatrixStack& w, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
+                    const float* x, SlotLayout x_layout, float* y, SlotLayout y_layout) override {
+    tick();
+    inner_.matmul_stack(w, ids, n_tokens, n_slots, x, x_layout, y, y_layout);
+  }
+  void add_stack_bias(float* y, const float* bias, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
+                      int64_t n) override {
+    tick();
+    inner_.add_stack_bias(y, bias, ids, n_tokens, n_slots, n);
+  }
+  void weighted_sum(const float* y, const float* weights, int64_t n_tokens, int64_t n_slots, int64_t n,
+                    float* out) override {
+    tick();
+    inner_.weighted_sum(y, weights, n_tokens, n_slots, n, out);
+  }
 
  private:
   // Any op but matmul may write memory a later matmul reads: inputs are only shared across

@@ -143,9 +143,10 @@ DecodeRun bench_tg(Engine& engine, const std::vector<int32_t>& prompt, int n, in
 // Batched decode like llama-batched-bench: n_seq requests of n_prompt random tokens each,
 // prefilled together, then n_gen decode steps of every sequence. Returns {prefill tokens/s,
 // aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
-std::pair<double, double> bench_batched(Model& m, const SpecConfig& spec, int n_seq, int n_prompt, int n_gen,
-                                        Rng& rng, OpProfile& tg_profile) {
+std::pair<double, double> bench_batched(Model& m, const SpecConfig& spec, const KvCacheType& kv_type, int n_seq,
+                                        int n_prompt, int n_gen, Rng& rng, OpProfile& tg_profile) {
   EngineConfig ec;
+  ec.kv_type = kv_type;
   ec.max_num_seqs = n_seq;
   ec.max_batched_tokens = std::clamp(n_seq * std::max(n_prompt, 1), 512, 4096);
   ec.kv_cache_tokens = static_cast<int64_t>(n_seq) * (n_prompt + n_gen + 2 + spec.draft_max + 16);
@@ -197,11 +198,11 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
   for (int n_seq : o.parallel) {
     OpProfile prof;
     const SpecConfig spec = spec_config(o.spec);
-    bench_batched(m, spec, n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
+    bench_batched(m, spec, o.model.kv.resolve(), n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
     prof = OpProfile{};
     std::vector<double> pp, tg;
     for (int r = 0; r < o.reps; ++r) {
-      const auto [p, t] = bench_batched(m, spec, n_seq, o.n_prompt, o.n_gen, rng, prof);
+      const auto [p, t] = bench_batched(m, spec, o.model.kv.resolve(), n_seq, o.n_prompt, o.n_gen, rng, prof);
       pp.push_back(p), tg.push_back(t);
     }
     const Stat sp = stats_of(pp), st = stats_of(tg);
@@ -232,6 +233,7 @@ void run(const BenchOptions& o) {
   out["isa"] = isa_name(isa_level());
   out["cpu"] = cpu_model_name();
   out["cpu_features"] = cpu_description();
+  out["kv_type"] = type_name(o.model.kv.resolve());
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);
@@ -244,6 +246,7 @@ void run(const BenchOptions& o) {
   EngineConfig ec = offline::single_stream_config(n_ctx, std::max(512, o.n_prompt));
   ec.spec = spec_config(o.spec);
   ec.kv_cache_tokens = n_ctx + ec.spec.draft_max + 1;
+  ec.kv_type = o.model.kv.resolve();
   Engine engine(m, ec);
   Rng rng(o.seed);
   Stat pp, tg;
@@ -329,6 +332,7 @@ void run(const BenchOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<BenchOptions>();
   add_model_options(cmd, o->model);
+  add_kv_options(cmd, o->model.kv);
   // -m is validated in the callback: `bench serve` (a child command) needs no model.
   cmd.get_option("--model")->required(false);
   cmd.add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per prefill test (0: skip)")

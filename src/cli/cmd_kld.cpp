@@ -29,7 +29,6 @@ struct KldOptions {
   int64_t ctx = 512;
   int64_t stride = 0;
   int64_t chunks = 0;
-  std::string kv_type = "f16";
   std::string base_kv_type = "f16";
   bool json = false;
   // Which of the window options were given on the command line.
@@ -103,11 +102,11 @@ void print_result(const eval::KldResult& r, bool with_model, bool json) {
 }
 
 void check_options(const KldOptions& o) {
-  eval::parse_kv_cache_type(o.kv_type);
-  eval::parse_kv_cache_type(o.base_kv_type);
+  o.model.kv.resolve();
+  parse_kv_type(o.base_kv_type);
   if (o.base.empty() == o.base_logits.empty())
     STRATA_THROW("give exactly one of --base MODEL or --base-logits FILE");
-  if (!o.base_logits.empty() && eval::parse_kv_cache_type(o.base_kv_type) != TensorType::F16)
+  if (!o.base_logits.empty() && parse_kv_type(o.base_kv_type) != KvType::F16)
     STRATA_THROW("--base-kv-type applies to a live --base run only");
   if (!o.base_logits.empty() && !o.save_base.empty())
     STRATA_THROW("--save-base needs --base (a saved base run is already saved)");
@@ -138,7 +137,7 @@ void run_saved(const KldOptions& o, Backend& backend) {
   std::unique_ptr<Model> model = load_one(o.model.model, o.model.tokenizer, backend);
   check_saved_run(o, reader, *model);
   eval::FileBaseSource source(reader);
-  eval::WindowRunner runner(*model, reader.plan().n_ctx, eval::parse_kv_cache_type(o.kv_type));
+  eval::WindowRunner runner(*model, reader.plan().n_ctx, o.model.kv.resolve());
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
   const eval::KldResult r =
       eval::evaluate_kld(source, &runner, reader.header().tokens, reader.plan(), reader.header().bos, nullptr,
@@ -176,10 +175,10 @@ void run_live(const KldOptions& o, Backend& backend) {
     h.tokens = tokens;
     writer = std::make_unique<eval::BaseLogitsWriter>(o.save_base, h);
   }
-  eval::ModelBaseSource source(*base, plan.n_ctx, eval::parse_kv_cache_type(o.base_kv_type));
+  const KvType base_kv = parse_kv_type(o.base_kv_type);
+  eval::ModelBaseSource source(*base, plan.n_ctx, KvCacheType{base_kv, base_kv, true});
   std::unique_ptr<eval::WindowRunner> runner;
-  if (model)
-    runner = std::make_unique<eval::WindowRunner>(*model, plan.n_ctx, eval::parse_kv_cache_type(o.kv_type));
+  if (model) runner = std::make_unique<eval::WindowRunner>(*model, plan.n_ctx, o.model.kv.resolve());
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
   const eval::KldResult r =
       eval::evaluate_kld(source, runner.get(), tokens, plan, eval::window_bos(tok), writer.get(),
@@ -210,9 +209,9 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--chunks", o->chunks, "Evaluate at most this many windows (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->each([o](const std::string&) { o->chunks_set = true; });
-  cmd.add_option("--kv-type", o->kv_type, "KV cache element type of the model: f16 (default) or f32");
+  add_kv_options(cmd, o->model.kv);  // the judged model's cache
   cmd.add_option("--base-kv-type", o->base_kv_type,
-                 "KV cache element type of the base: f16 (default) or f32");
+                 "KV cache element type of the base (K and V): f16 (default)");
   cmd.add_flag("--json", o->json,
                "Print one JSON object {kld_mean, kld_stderr, kld_p99, top1_agreement, ...}");
   cmd.callback([o] {

@@ -22,7 +22,6 @@ struct PerplexityOptions {
   int64_t ctx = 512;
   int64_t stride = 0;
   int64_t chunks = 0;
-  std::string kv_type = "f16";
   bool json = false;
 };
 
@@ -58,7 +57,7 @@ void print_result(const eval::PerplexityResult& r, bool json) {
 }
 
 void run(const PerplexityOptions& o) {
-  const TensorType kv_type = eval::parse_kv_cache_type(o.kv_type);
+  const KvCacheType kv_type = o.model.kv.resolve();
   const std::string text = read_text_file(o.text_file);
   LoadedModel lm = load_model(o.model);
   Model& model = *lm.model;
@@ -88,7 +87,7 @@ void setup(CLI::App& cmd) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd.add_option("--chunks", o->chunks, "Evaluate at most this many windows (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd.add_option("--kv-type", o->kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32");
+  add_kv_options(cmd, o->model.kv);
   cmd.add_flag("--json", o->json, "Print one JSON object {ppl, ppl_stderr, n_tokens, ...}");
   cmd.callback([o] { run(*o); });
 }

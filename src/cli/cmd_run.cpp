@@ -48,6 +48,7 @@ void run(RunOptions& o) {
 
   EngineConfig ec = offline::single_stream_config(n_ctx);
   ec.spec = spec_config(o.spec);
+  ec.kv_type = o.model.kv.resolve();
   // KV for what this run can hold, not the whole context (a 128k-context model would not fit).
   ec.kv_cache_tokens =
       std::min<int64_t>(n_ctx, static_cast<int64_t>(prompt.size()) + n_gen + ec.spec.draft_max + 1);
@@ -94,6 +95,7 @@ void run(RunOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
+  add_kv_options(cmd, o->model.kv);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");
   auto* f = cmd.add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   p->excludes(f);

@@ -112,6 +112,7 @@ void configure(ServeOptions& o) {
   }
   if (o.kv_cache_fraction > 0.0) o.engine.kv_cache_fraction = o.kv_cache_fraction;
   o.engine.prefix_caching = !o.no_prefix_caching;
+  o.engine.kv_type = o.model.kv.resolve();
   o.engine.static_batching = o.scheduler == "static";
   o.engine.spec = spec_config(o.spec);
   o.engine.model_name = o.http.served_model_name;
@@ -147,6 +148,7 @@ void serve(ServeOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<ServeOptions>();
   add_model_options(cmd, o->model);
+  add_kv_options(cmd, o->model.kv);
   cmd.add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd.add_option("--port", o->http.port, "Port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535))

@@ -5,6 +5,8 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/check.h"
@@ -18,6 +20,17 @@ std::vector<CommandSpec>& registry() {
 }
 
 int g_exit_code = 0;
+
+// llama.cpp's multi-letter single-dash flags, which CLI11 cannot declare, spelled out.
+std::vector<std::string> expand_aliases(int argc, char** argv) {
+  static const std::map<std::string, std::string> kAliases = {{"-ctk", "--cache-type-k"},
+                                                              {"-ctv", "--cache-type-v"}};
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& a : args)
+    for (const auto& [alias, name] : kAliases)
+      if (a == alias || a.rfind(alias + "=", 0) == 0) a = name + a.substr(alias.size());
+  return args;
+}
 
 }  // namespace
 
@@ -56,7 +69,10 @@ int main(int argc, char** argv) {
   }
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = expand_aliases(argc, argv);
+    std::vector<char*> ptrs;
+    for (std::string& a : args) ptrs.push_back(a.data());
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const strata::Error& e) {

@@ -14,13 +14,27 @@ class App;
 
 namespace strata::cli {
 
+// The KV cache types of the commands that run a model (run, serve, bench, perplexity, kld):
+// llama.cpp's --cache-type-k/-ctk and --cache-type-v/-ctv, --kv-type for both, --no-kv-rotation.
+struct KvOptions {
+  std::string both = "f16";  // --kv-type
+  std::string k, v;          // -ctk, -ctv: override --kv-type when given
+  bool no_rotation = false;  // --no-kv-rotation
+  // Throws strata::Error naming the valid types for an unknown one.
+  KvCacheType resolve() const;
+};
+
 struct ModelOptions {
   std::string model;      // -m: GGUF file, llama2.c .bin or HF directory
   std::string tokenizer;  // --tokenizer: llama2.c tokenizer .bin
   int threads = 0;        // --threads: 0 = all cores
+  KvOptions kv;           // set by add_kv_options
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& options, bool with_threads = true);
+void add_kv_options(CLI::App& cmd, KvOptions& options);
+// A KV element type by name ("f16", "q8_0", ...); throws strata::Error naming the valid ones.
+KvType parse_kv_type(const std::string& name);
 
 struct LoadedModel {
   std::unique_ptr<Backend> backend;

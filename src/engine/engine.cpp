@@ -84,6 +84,9 @@ void Engine::Impl::update_stats(EngineMetrics& m, size_t inbox_size) {
                                           : 0.0);
   m.kv_cache_waste.set(st.kv_waste);
   m.kv_blocks_free.set(st.kv_blocks_total - st.kv_blocks_used);
+  m.kv_block_bytes.set(static_cast<double>(st.kv_block_bytes));
+  m.kv_total_bytes.set(static_cast<double>(st.kv_bytes_total));
+  m.kv_used_bytes.set(static_cast<double>(st.kv_block_bytes) * st.kv_blocks_used);
   std::lock_guard<std::mutex> lock(stats_mu);
   st.prefix_queries = static_cast<int64_t>(m.prefix_cache_queries.value());
   st.prefix_hits = static_cast<int64_t>(m.prefix_cache_hits.value());
@@ -136,7 +139,11 @@ SubmitResult Engine::submit(RequestParams p, EventCallback on_event) {
     STRATA_THROW("this model's maximum context length is ", max_len, " tokens, but ", total,
                  " were requested (", p.prompt.size(), " in the prompt, ", p.stop.max_tokens,
                  " to generate)");
-  const int64_t blocks = (total + config_.block_size - 1) / config_.block_size;
+  // With a sliding window a sequence holds at most the window, one chunk and a partial block.
+  const int64_t window = model_.config().common_window();
+  const int64_t held =
+      window > 0 ? std::min<int64_t>(total, window + config_.max_batched_tokens + config_.block_size) : total;
+  const int64_t blocks = (held + config_.block_size - 1) / config_.block_size;
   if (blocks > impl_->core.n_blocks())
     STRATA_THROW("the request needs ", total, " tokens of KV cache but the whole cache holds ",
                  static_cast<int64_t>(impl_->core.n_blocks()) * config_.block_size);

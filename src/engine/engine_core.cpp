@@ -216,14 +216,18 @@ void EngineCore::fill_stats(EngineStats& st) const {
   const BlockPool& pool = kv_->pool();
   int64_t allocated = 0, filled = 0;
   for (Sequence* s : scheduler_->running()) {
-    allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size();
-    filled += std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size());
+    const int64_t dropped = static_cast<int64_t>(s->kv.n_dropped) * kv_->block_size();
+    allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size() - dropped;
+    filled +=
+        std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) - dropped;
   }
   st.running = static_cast<int32_t>(scheduler_->n_running());
   st.waiting = static_cast<int32_t>(scheduler_->n_waiting());
   st.kv_blocks_total = pool.n_total();
   st.kv_blocks_used = pool.n_used();
   st.kv_blocks_cached = pool.n_cached_free();
+  st.kv_block_bytes = target_->kv().geometry().bytes_per_block();
+  st.kv_bytes_total = target_->kv().bytes();
   st.kv_waste =
       allocated > 0 ? static_cast<double>(allocated - filled) / static_cast<double>(allocated) : 0.0;
 }

@@ -59,6 +59,7 @@ class EngineCore {
   // Execution and outputs (engine_outputs.cpp).
   void execute(ScheduleOutput& so);
   void process_outputs(const ScheduleOutput& so);
+  void publish(Sequence& s);
   void deliver_prompt_logits(Sequence& s, const ScheduledChunk& c, int64_t first_row);
   void emit(Sequence& s, const float* rows, int32_t n_draft);
   FinishReason emit_token(Sequence& s, int32_t token, const float* row, EngineEvent& ev);

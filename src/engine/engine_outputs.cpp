@@ -53,6 +53,14 @@ void EngineCore::execute(ScheduleOutput& so) {
   metrics_.forward_seconds.add(dt);
 }
 
+// Publishes the sequence's full computed blocks to the prefix cache; with a window on every
+// layer, gives back the blocks no later query can reach (a long generation holds about
+// window / block_size blocks; shared blocks only lose this sequence's reference).
+void EngineCore::publish(Sequence& s) {
+  kv_->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);
+  if (const int64_t w = model_.config().common_window(); w > 0) kv_->drop_before(s.kv, s.n_computed + 1 - w);
+}
+
 void EngineCore::process_outputs(const ScheduleOutput& so) {
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t ci = 0; ci < so.chunks.size(); ++ci) {
@@ -65,12 +73,12 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
     metrics_.prompt_tokens.add(static_cast<double>(
         std::max<int64_t>(0, std::min(s.n_computed, s.n_prompt) - (s.n_computed - n_real))));
     if (s.n_computed != static_cast<int64_t>(s.tokens.size()) || s.status == SequenceStatus::Finished) {
-      kv_->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);
+      publish(s);
       continue;  // mid-prompt chunk (or a sequence finished earlier in this step)
     }
     RequestState& r = *s.request;
     if (r.params.stop.max_tokens == 0) {  // scoring only: the prompt is all there is
-      kv_->publish(s.kv, s.tokens, s.n_computed, r.prefix_root);
+      publish(s);
       finish_sequence(s, FinishReason::Length, EngineEvent{});
       continue;
     }
@@ -172,7 +180,7 @@ void EngineCore::emit(Sequence& s, const float* rows, int32_t n_draft) {
   // The accepted drafts' K/V is valid; the rest of what was reserved goes back.
   s.n_computed += accepted;
   kv_->truncate(s.kv, static_cast<int64_t>(s.tokens.size()));
-  kv_->publish(s.kv, s.tokens, s.n_computed, r.prefix_root);
+  publish(s);
   s.draft.clear();
   s.draft_q.clear();
   r.on_event(ev);

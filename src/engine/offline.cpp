@@ -52,7 +52,7 @@ EngineConfig single_stream_config(int64_t n_ctx, int32_t max_batched_tokens) {
   return c;
 }
 
-std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens, TensorType kv_type) {
+std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens, const KvCacheType& kv_type) {
   EngineConfig c = single_stream_config(static_cast<int64_t>(tokens.size()));
   c.kv_type = kv_type;
   Engine engine(model, c);

@@ -36,6 +36,6 @@ EngineConfig single_stream_config(int64_t n_ctx, int32_t max_batched_tokens = 51
 
 // The logits of every row of `tokens`: [tokens.size(), n_vocab].
 std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens,
-                              TensorType kv_type = TensorType::F16);
+                              const KvCacheType& kv_type = {});
 
 }  // namespace strata::offline

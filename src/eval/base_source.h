@@ -22,7 +22,7 @@ class BaseSource {
 // Runs the base model alongside the model under test.
 class ModelBaseSource : public BaseSource {
  public:
-  ModelBaseSource(Model& base, int64_t n_ctx, TensorType kv_type = TensorType::F16)
+  ModelBaseSource(Model& base, int64_t n_ctx, const KvCacheType& kv_type = {})
       : runner_(base, n_ctx, kv_type) {}
   void begin_window(const std::vector<int32_t>& tokens, const EvalWindow& w) override;
   void next_row(int32_t target, BaseRow& row) override;

@@ -18,7 +18,7 @@ int32_t window_bos(const Tokenizer& tok) {
 }
 
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                                     TensorType kv_type, const ProgressFn& progress) {
+                                     const KvCacheType& kv_type, const ProgressFn& progress) {
   const int32_t bos = window_bos(model.tokenizer());
   WindowRunner runner(model, plan.n_ctx, kv_type);
   const int64_t n_vocab = runner.n_vocab();

@@ -43,8 +43,8 @@ struct PerplexityResult {
 };
 
 // Evaluates every window of `plan` over `text` (token ids, validated by the engine) with a KV
-// cache of kv_type (F16 or F32).
+// cache of kv_type.
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                                     TensorType kv_type = TensorType::F16, const ProgressFn& progress = {});
+                                     const KvCacheType& kv_type = {}, const ProgressFn& progress = {});
 
 }  // namespace strata::eval

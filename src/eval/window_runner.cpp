@@ -8,16 +8,9 @@
 
 namespace strata::eval {
 
-TensorType parse_kv_cache_type(std::string_view name) {
-  const std::optional<TensorType> t = tensor_type_from_name(name);
-  if (!t || (*t != TensorType::F16 && *t != TensorType::F32))
-    STRATA_THROW("unsupported KV cache type '", name, "' (use f16 or f32)");
-  return *t;
-}
-
 namespace {
 
-EngineConfig window_engine_config(int64_t n_ctx, TensorType kv_type) {
+EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type) {
   EngineConfig c;
   c.kv_cache_tokens = n_ctx;
   c.max_model_len = n_ctx;
@@ -30,7 +23,7 @@ EngineConfig window_engine_config(int64_t n_ctx, TensorType kv_type) {
 
 }  // namespace
 
-WindowRunner::WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type)
+WindowRunner::WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type)
     : engine_(model, window_engine_config(n_ctx, kv_type)), n_ctx_(n_ctx), n_vocab_(model.config().n_vocab) {}
 
 void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w) {

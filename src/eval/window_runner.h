@@ -20,9 +20,6 @@ struct LogitsChunk {
   const float* logits = nullptr;  // [n_rows, n_vocab]
 };
 
-// "f16" or "f32" (any case) as a KV cache type; throws strata::Error otherwise.
-TensorType parse_kv_cache_type(std::string_view name);
-
 // A window is one engine request: the window's tokens up to its last scored row as the prompt,
 // prompt logits from the first scored row, nothing generated.
 class WindowRunner {
@@ -30,8 +27,8 @@ class WindowRunner {
   // Rows handed out per chunk: one model pass of the default token budget.
   static constexpr int64_t kChunkRows = kDefaultMaxBatchedTokens;
 
-  // kv_type: the KV cache element type (F16 as llama.cpp's default, or F32).
-  WindowRunner(Model& model, int64_t n_ctx, TensorType kv_type = TensorType::F16);
+  // kv_type: the KV cache element types (F16 by default, as llama.cpp's).
+  WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {});
 
   // Starts a window. tokens: [n_ctx] as window_tokens() returns them.
   void begin(const std::vector<int32_t>& tokens, const EvalWindow& w);

@@ -68,13 +68,15 @@ void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens
   STRATA_CHECK(n_computed <= static_cast<int64_t>(tokens.size()));
   extend_hashes(seq, tokens, n_computed, root);
   const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
-  for (size_t i = seq.n_publish_tried; i < full; ++i) pool_.publish(seq.blocks[i], seq.hashes[i]);
+  for (size_t i = std::max(seq.n_publish_tried, seq.n_dropped); i < full; ++i)
+    pool_.publish(seq.blocks[i], seq.hashes[i]);
   seq.n_publish_tried = std::max(seq.n_publish_tried, full);
 }
 
 void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
   STRATA_CHECK(n_tokens >= 0);
   const size_t keep = static_cast<size_t>(blocks_for(n_tokens));
+  STRATA_CHECK(keep >= seq.n_dropped, "truncating into blocks the window already dropped");
   while (seq.blocks.size() > keep) {
     pool_.release(seq.blocks.back());
     seq.blocks.pop_back();
@@ -84,15 +86,28 @@ void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
   seq.n_publish_tried = std::min(seq.n_publish_tried, full);
 }
 
+int32_t KvCacheManager::drop_before(SequenceKv& seq, int64_t first_needed) {
+  const size_t end =
+      std::min(seq.blocks.size(), static_cast<size_t>(std::max<int64_t>(0, first_needed) / block_size_));
+  int32_t n = 0;
+  for (; seq.n_dropped < end; ++seq.n_dropped, ++n) {
+    pool_.release(seq.blocks[seq.n_dropped]);
+    seq.blocks[seq.n_dropped] = kDroppedBlock;
+  }
+  return n;
+}
+
 void KvCacheManager::free(SequenceKv& seq) {
-  pool_.release_all(seq.blocks);
+  // Tail first (as release_all), so the LRU evicts tails before heads.
+  for (size_t i = seq.blocks.size(); i > seq.n_dropped; --i) pool_.release(seq.blocks[i - 1]);
   seq.blocks.clear();
+  seq.n_dropped = 0;
   seq.n_publish_tried = 0;
 }
 
 void KvCacheManager::fork(const SequenceKv& parent, SequenceKv& child) {
   STRATA_CHECK(child.blocks.empty());
-  for (BlockId b : parent.blocks) pool_.retain(b);
+  for (size_t i = parent.n_dropped; i < parent.blocks.size(); ++i) pool_.retain(parent.blocks[i]);
   child = parent;
 }
 

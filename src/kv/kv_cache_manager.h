@@ -13,9 +13,13 @@ namespace strata {
 // The KV state of one sequence.
 struct SequenceKv {
   std::vector<BlockId> blocks;    // block table: position p lives in blocks[p / block_size]
+  size_t n_dropped = 0;           // leading entries given back (kDroppedBlock): out of every window
   std::vector<BlockHash> hashes;  // content hashes of the leading full blocks, in order
   size_t n_publish_tried = 0;     // leading blocks already offered to the prefix cache
 };
+
+// A block-table entry whose block was given back because no future query can attend to it.
+inline constexpr BlockId kDroppedBlock = -1;
 
 struct BlockCopy {
   BlockId src, dst;
@@ -55,6 +59,12 @@ class KvCacheManager {
   // (rejected speculative tokens, rollback). Blocks that stay are not touched, so a shared or
   // published block never changes.
   void truncate(SequenceKv& seq, int64_t n_tokens);
+
+  // Sliding-window attention: gives back the leading blocks that hold only positions below
+  // first_needed (no later query attends to them), leaving kDroppedBlock in their entries. Only
+  // the sequence's reference is dropped: a block another sequence or the prefix cache shares is
+  // left as it is. Returns the number of blocks given back.
+  int32_t drop_before(SequenceKv& seq, int64_t first_needed);
 
   // Gives back all the sequence's blocks (tail first, so the LRU evicts tails before heads).
   void free(SequenceKv& seq);

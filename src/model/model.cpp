@@ -37,7 +37,7 @@ std::unique_ptr<Model> Model::load(std::unique_ptr<ModelFile> file, Backend& bac
   return m;
 }
 
-KvGeometry Model::kv_geometry(TensorType kv_type, int32_t block_size) const {
+KvGeometry Model::kv_geometry(const KvCacheType& kv_type, int32_t block_size) const {
   KvGeometry g;
   g.n_layer = static_cast<int32_t>(config_.n_layer);
   g.n_head_kv = static_cast<int32_t>(config_.n_head_kv);

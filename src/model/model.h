@@ -43,7 +43,7 @@ class Model {
   const ModelFile& file() const { return *file_; }
   Backend& backend() const { return backend_; }
   // Geometry of the KV cache this model needs.
-  KvGeometry kv_geometry(TensorType kv_type = TensorType::F16, int32_t block_size = 16) const;
+  KvGeometry kv_geometry(const KvCacheType& kv_type = {}, int32_t block_size = 16) const;
   // Bytes of weights read per decoded token (all matrices once; for MoE layers only the
   // n_expert_used experts a token runs, plus the shared ones).
   size_t weight_bytes() const;

@@ -71,6 +71,13 @@ struct ModelConfig {
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_swa(int64_t il) const { return swa_layers[static_cast<size_t>(il)] != 0; }
   int64_t window(int64_t il) const { return is_swa(il) ? sliding_window : 0; }
+  // The window every layer shares (mistral), 0 when some layer attends to everything (gemma2's
+  // global layers): only then can blocks that fell out of the window be given back.
+  int64_t common_window() const {
+    for (uint8_t w : swa_layers)
+      if (!w) return 0;
+    return sliding_window;
+  }
   const RopeParams& rope_for(int64_t il) const { return is_swa(il) ? rope_swa : rope; }
   bool is_moe_layer(int64_t il) const { return moe.n_expert > 0 && il >= moe.n_layer_dense_lead; }
 

@@ -193,6 +193,48 @@ TEST(EngineRequests, AdmissionRejectsWhatCanNeverFit) {
   EXPECT_TRUE(q1.done && q2.done);
 }
 
+// --kv-cache-mem buys blocks at the real size of the configured types (GGUF block sizes: F16 2
+// bytes an element, Q8_0 34 bytes and Q4_0 18 bytes a group of 32, heads padded to whole groups),
+// and /metrics reports those bytes.
+TEST(EngineRequests, KvMemoryCountsTheBytesOfTheElementTypes) {
+  Model& m = *test::stories().model;
+  const ModelConfig& mc = m.config();
+  const int64_t bs = 16, groups = (mc.head_dim + 31) / 32;
+  const auto block_bytes = [&](int64_t k_head_bytes, int64_t v_head_bytes) {
+    return static_cast<size_t>(mc.n_layer * mc.n_head_kv * bs * (k_head_bytes + v_head_bytes));
+  };
+  struct Case {
+    KvCacheType type;
+    size_t bytes;
+  };
+  const Case cases[] = {
+      {{KvType::F16, KvType::F16, true}, block_bytes(2 * mc.head_dim, 2 * mc.head_dim)},
+      {{KvType::Q8_0, KvType::Q8_0, true}, block_bytes(34 * groups, 34 * groups)},
+      {{KvType::Q4_0, KvType::Q8_0, true}, block_bytes(18 * groups, 34 * groups)},
+  };
+  const size_t budget = 200000;
+  for (const Case& c : cases) {
+    EngineConfig cfg;
+    cfg.block_size = 16;
+    cfg.kv_type = c.type;
+    cfg.kv_cache_bytes = budget;
+    Engine e(m, cfg);
+    const EngineStats s = e.stats();
+    EXPECT_EQ(s.kv_block_bytes, c.bytes) << type_name(c.type);
+    EXPECT_EQ(s.kv_blocks_total, static_cast<int32_t>(budget / c.bytes)) << type_name(c.type);
+    EXPECT_EQ(s.kv_bytes_total, c.bytes * static_cast<size_t>(s.kv_blocks_total));
+    const std::string metrics = e.metrics().render();
+    EXPECT_NE(metrics.find("strata:kv_cache_block_bytes " + std::to_string(c.bytes) + "\n"),
+              std::string::npos);
+    Collector col;
+    RequestResult r;
+    e.submit(test::greedy_params(m, "Once upon a time", 40), col.callback(&r));
+    e.run_until_idle();
+    ASSERT_TRUE(r.done);
+    EXPECT_EQ(r.choices[0].tokens.size(), 40u);
+  }
+}
+
 TEST(EngineRequests, BackgroundLoopServesConcurrentSubmittersAndShutsDown) {
   Model& m = *test::stories().model;
   EngineConfig cfg;

@@ -120,7 +120,7 @@ inline void embed(const std::string& small_path, const SynthPreset& preset, Tens
 // Logits of every position of each prompt: [prompt][n_tokens * n_vocab].
 inline std::vector<std::vector<float>> model_logits(const std::string& path,
                                                     const std::vector<std::vector<int32_t>>& prompts,
-                                                    TensorType kv_type = TensorType::F32) {
+                                                    const KvCacheType& kv_type = {KvType::F32, KvType::F32}) {
   auto backend = make_cpu_backend(2);
   auto model = Model::load(path, *backend);
   std::vector<std::vector<float>> out;

@@ -122,7 +122,7 @@ TEST(ArchConfig, MlaCachesTheLatentOnly) {
   // (4 heads x 64): 1280 bytes.
   auto backend = make_cpu_backend(1);
   auto m = Model::load(test::shared_path("models/arch/deepseek2-f16.gguf"), *backend);
-  const KvGeometry g = m->kv_geometry(TensorType::F16, 16);
+  const KvGeometry g = m->kv_geometry({}, 16);
   EXPECT_TRUE(g.v_in_k);
   EXPECT_EQ(g.head_dim, 160);
   EXPECT_EQ(g.v_dim(), 128);

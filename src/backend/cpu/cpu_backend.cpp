@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/kv_codec.h"
+#include "backend/cpu/kv_store.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matrix_stack.h"
 #include "backend/cpu/moe_routing.h"
@@ -252,56 +255,29 @@ class CpuBackend final : public Backend {
 
 void CpuBackend::store_kv(const KvLayerView& kv, const float* k, const float* v,
                           const AttentionBatch& batch) {
-  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
+  STRATA_CHECK(kv.head_dim <= cpu::kMaxHeadDim && kv.v_dim() <= cpu::kMaxHeadDim &&
+               kv.block_size <= cpu::kMaxBlockSize);
   const int64_t k_row = static_cast<int64_t>(kv.n_head_kv) * kv.head_dim;
-  const int64_t v_row = static_cast<int64_t>(kv.n_head_kv) * hd_v;
-  const auto& ops = cpu::op_kernels();
-  const bool f16 = kv.type == TensorType::F16;
+  const int64_t v_row = static_cast<int64_t>(kv.n_head_kv) * kv.v_dim();
+  for (int64_t t = 0; t < batch.n_tokens; ++t)
+    STRATA_CHECK(batch.slot[t] >= 0 && batch.slot[t] / kv.block_size < kv.n_blocks, "KV slot out of range");
+  const cpu::KvCodecKernels& codec = cpu::kv_codec_kernels();
   for_rows(batch.n_tokens, k_row + v_row, [&](int64_t t) {
-    const int64_t slot = batch.slot[t];
-    const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
-    STRATA_CHECK(block >= 0 && block < kv.n_blocks, "KV slot out of range");
-    uint16_t k16[cpu::kMaxHeadDim];
-    for (int32_t g = 0; g < kv.n_head_kv; ++g) {
-      const size_t tile = static_cast<size_t>(block) * kv.n_head_kv + g;
-      const size_t k_at = tile * kv.block_size * kv.head_dim + offset;  // K: transposed
-      const float* ks = k + t * k_row + static_cast<int64_t>(g) * kv.head_dim;
-      if (f16) {
-        ops.f32_to_f16(ks, k16, kv.head_dim);
-        uint16_t* kd = static_cast<uint16_t*>(kv.k) + k_at;
-        for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = k16[e];
-      } else {
-        float* kd = static_cast<float*>(kv.k) + k_at;
-        for (int32_t e = 0; e < kv.head_dim; ++e) kd[static_cast<size_t>(e) * kv.block_size] = ks[e];
-      }
-      if (kv.v_in_k) continue;  // MLA: V is read from the K rows
-      const size_t v_at = (tile * kv.block_size + static_cast<size_t>(offset)) * hd_v;  // V: token-major
-      const float* vs = v + t * v_row + static_cast<int64_t>(g) * hd_v;
-      if (f16)
-        ops.f32_to_f16(vs, static_cast<uint16_t*>(kv.v) + v_at, hd_v);
-      else
-        std::copy(vs, vs + hd_v, static_cast<float*>(kv.v) + v_at);
-    }
+    cpu::store_token(kv, codec, k + t * k_row, kv.v_in_k ? nullptr : v + t * v_row,
+                     batch.slot[t] / kv.block_size, static_cast<int32_t>(batch.slot[t] % kv.block_size));
   });
+  if (kv.staging) cpu::store_staged(kv, codec, k, v, batch);
 }
 
 void CpuBackend::copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) {
   STRATA_CHECK(src >= 0 && src < kv.n_blocks && dst >= 0 && dst < kv.n_blocks);
-  const size_t elem = kv.type == TensorType::F16 ? 2 : 4;
-  const int32_t hd_v = kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim;
-  auto copy = [&](void* base, int32_t dim) {
-    const size_t bytes = static_cast<size_t>(kv.n_head_kv) * kv.block_size * dim * elem;
-    std::memcpy(static_cast<uint8_t*>(base) + bytes * static_cast<size_t>(dst),
-                static_cast<const uint8_t*>(base) + bytes * static_cast<size_t>(src), bytes);
-  };
-  copy(kv.k, kv.head_dim);
-  if (!kv.v_in_k) copy(kv.v, hd_v);
+  cpu::copy_block(kv, cpu::kv_codec_kernels(), src, dst);
 }
 
 void CpuBackend::attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                            const AttentionParams& p, float* out) {
   const int32_t hd_v = p.head_dim_v > 0 ? p.head_dim_v : p.head_dim;
-  STRATA_CHECK(p.head_dim == kv.head_dim && hd_v == (kv.head_dim_v > 0 ? kv.head_dim_v : kv.head_dim),
+  STRATA_CHECK(p.head_dim == kv.head_dim && hd_v == kv.v_dim(),
                "attention head sizes do not match the KV cache");
   STRATA_CHECK(p.head_dim <= cpu::kMaxHeadDim && hd_v <= cpu::kMaxHeadDim &&
                kv.block_size <= cpu::kMaxBlockSize);
@@ -323,8 +299,7 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     spans.push_back({t, n});
     t += n;
   }
-  const auto& ops = cpu::op_kernels();
-  const auto kernel = kv.type == TensorType::F16 ? ops.attention_f16 : ops.attention_f32;
+  const IsaLevel isa = isa_level();
   const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
   const int64_t out_row = static_cast<int64_t>(p.n_head) * hd_v;
   const int64_t n_items = static_cast<int64_t>(spans.size()) * p.n_head_kv;
@@ -349,7 +324,7 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     for (int32_t i = 0; i < sp.n; ++i)
       STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
                    "position beyond block table");
-    kernel(c, kv);
+    cpu::attention_chunk(c, kv, isa);
   };
   if (n_items == 1) {
     run_item(0);

@@ -23,7 +23,7 @@ void check_same_vocabulary(const Tokenizer& target, const Tokenizer& draft, cons
 }
 
 ModelDrafter::ModelDrafter(const DraftMethodSpec& method, Model& target, int32_t block_size,
-                           TensorType kv_type)
+                           const KvCacheType& kv_type)
     : method_(method) {
   Backend& backend = target.backend();
   if (method.method == DraftMethod::SelfQuant) {

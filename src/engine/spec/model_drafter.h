@@ -16,7 +16,7 @@ class ModelDrafter final : public Drafter {
  public:
   // Loads the draft for `method` (DraftModel or SelfQuant). Throws strata::Error when the file
   // cannot be loaded or its vocabulary differs from the target's.
-  ModelDrafter(const DraftMethodSpec& method, Model& target, int32_t block_size, TensorType kv_type);
+  ModelDrafter(const DraftMethodSpec& method, Model& target, int32_t block_size, const KvCacheType& kv_type);
   ~ModelDrafter() override;
 
   const DraftMethodSpec& method() const override { return method_; }

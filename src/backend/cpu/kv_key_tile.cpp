@@ -1,0 +1,56 @@
+// Scalar reference of the interleaved key tile scores (kv_key_tile.h), and the ISA dispatch.
+#include <algorithm>
+
+#include "backend/cpu/kv_key_tile_impl.h"
+
+namespace strata::cpu {
+namespace {
+
+// Level of element e (< 32) of group g of token t, as a signed value.
+int key_level(KvType type, const uint8_t* tile, int32_t n_groups, int bs, int32_t g, int t, int e) {
+  if (type == KvType::Q8_0)
+    return static_cast<int8_t>(tile[kv_interleaved_quants(n_groups, bs, g, e / 4, t, true) + e % 4]);
+  const uint8_t b = tile[kv_interleaved_quants(n_groups, bs, g, e / 8, t, false) + e % 4];
+  return ((e % 8) < 4 ? (b & 0xF) : (b >> 4)) - 8;
+}
+
+void scores(KvType type, const uint8_t* q, size_t q_stride, int n_rows, const uint8_t* tile, int32_t n_groups,
+            int bs, float* s) {
+  for (int r = 0; r < n_rows; ++r) {
+    const uint8_t* row = q + static_cast<size_t>(r) * q_stride;
+    const int8_t* levels = query_levels(row);
+    for (int j = 0; j < bs; ++j) {
+      float acc = 0.0f;
+      for (int32_t g = 0; g < n_groups; ++g) {
+        int32_t dot = 0;
+        for (int e = 0; e < kQK; ++e)
+          dot += key_level(type, tile, n_groups, bs, g, j, e) * levels[g * kQK + e];
+        const float dk = load_half(tile + kv_interleaved_scale(bs, g, j));
+        acc += static_cast<float>(dot) * (dk * query_scale(row, n_groups, g));
+      }
+      s[r * bs + j] = acc;
+    }
+  }
+}
+
+constexpr KvKeyTileKernels kKernels = {prepare_query_with<quantize_row_q8_0_scalar>, scores};
+
+}  // namespace
+
+const KvKeyTileKernels& kv_key_tile_kernels_scalar() {
+  return kKernels;
+}
+
+const KvKeyTileKernels& kv_key_tile_kernels(IsaLevel isa) {
+  switch (std::min(isa, max_supported_isa())) {
+    case IsaLevel::Avx512:
+      return kv_key_tile_kernels_avx512();
+    case IsaLevel::Avx2:
+      return kv_key_tile_kernels_avx2();
+    case IsaLevel::Scalar:
+      break;
+  }
+  return kv_key_tile_kernels_scalar();
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,48 @@
+// Query preparation for the interleaved key tiles (kv_key_tile.h), shared by every ISA level's
+// file: the level's Q8_0 activation quantizer, then the levels, scales and sums unpacked.
+// Internal linkage only.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+#include "backend/cpu/block_access.h"
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/kv_key_tile.h"
+#include "quant/blocks.h"
+
+namespace strata::cpu {
+namespace {
+
+template <void (*Quantize)(const float*, void*, int64_t)>
+void prepare_query_with(const float* x, int32_t n_groups, uint8_t* row) {
+  BlockQ8_0 blocks[kMaxQueryGroups];
+  Quantize(x, blocks, static_cast<int64_t>(n_groups) * kQK);
+  // The row may sit at any byte offset (the callers' scratch, the tests' unaligned rows): scales
+  // and sums are stored bytewise.
+  uint8_t* d = row + static_cast<size_t>(n_groups) * kQK;  // [n_groups] f32
+  uint8_t* sums = d + 4 * static_cast<size_t>(n_groups);   // [n_groups] i32
+  for (int32_t g = 0; g < n_groups; ++g) {
+    std::memcpy(row + static_cast<size_t>(g) * kQK, blocks[g].qs, kQK);
+    const float scale = fp16_to_f32(blocks[g].d);
+    std::memcpy(d + 4 * static_cast<size_t>(g), &scale, 4);
+    int32_t s = 0;
+    for (int j = 0; j < kQK; ++j) s += blocks[g].qs[j];
+    std::memcpy(sums + 4 * static_cast<size_t>(g), &s, 4);
+  }
+}
+
+inline const int8_t* query_levels(const uint8_t* row) {
+  return reinterpret_cast<const int8_t*>(row);
+}
+inline float query_scale(const uint8_t* row, int32_t n_groups, int32_t g) {
+  return load_f32(row + static_cast<size_t>(n_groups) * kQK + 4 * static_cast<size_t>(g));
+}
+inline int32_t query_sum(const uint8_t* row, int32_t n_groups, int32_t g) {
+  int32_t s;
+  std::memcpy(&s, row + static_cast<size_t>(n_groups) * (kQK + 4) + 4 * static_cast<size_t>(g), 4);
+  return s;
+}
+
+}  // namespace
+}  // namespace strata::cpu
