@@ -11,10 +11,7 @@ namespace strata::cpu {
 namespace {
 
 std::vector<IsaLevel> levels() {
-  std::vector<IsaLevel> out = {IsaLevel::Scalar};
-  if (max_supported_isa() >= IsaLevel::Avx2) out.push_back(IsaLevel::Avx2);
-  if (max_supported_isa() >= IsaLevel::Avx512) out.push_back(IsaLevel::Avx512);
-  return out;
+  return supported_isa_levels();
 }
 
 std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -36,7 +33,8 @@ TEST(CpuOps, RmsNormAndSwigluAndAdd) {
       for (int64_t i = 0; i < n; ++i) ss += double(x[i + 1]) * x[i + 1];
       const double scale = 1.0 / std::sqrt(ss / n + 1e-5);
       for (int64_t i = 0; i < n; ++i)
-        ASSERT_NEAR(y[i + 1], x[i + 1] * scale * w[i + 1], 1e-5 * (1 + std::fabs(x[i + 1] * scale * w[i + 1])))
+        ASSERT_NEAR(y[i + 1], x[i + 1] * scale * w[i + 1],
+                    1e-5 * (1 + std::fabs(x[i + 1] * scale * w[i + 1])))
             << isa_name(isa) << " n=" << n;
 
       auto g = random_vec(n, 3, 4.0f), u = random_vec(n, 4), o = std::vector<float>(n);
