@@ -249,6 +249,12 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   });
 }
 
+// Auto packs the interleaved copy where a SIMD level has kernels for it (every level but
+// scalar), else a copy of the rows.
+bool auto_interleaves(TensorType type) {
+  return packable_type(type) && packed_kernels(isa_level()).level != IsaLevel::Scalar;
+}
+
 }  // namespace
 
 PackedMatrix::~PackedMatrix() {
@@ -269,8 +275,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   // Auto: the interleaved copy where a SIMD level has kernels for it (every level but scalar),
   // else a copy of the rows in huge pages (decode reads rows of 4 KiB pages ~30% slower: each
   // page is a separate stream for the hardware prefetcher).
-  const bool simd_packed = packed_kernels(isa_level()).level != IsaLevel::Scalar;
-  const bool copy_rows = layout == PackLayout::Auto && !(packable && simd_packed);
+  const bool copy_rows = layout == PackLayout::Auto && !auto_interleaves(type);
   if (layout == PackLayout::Auto) layout = copy_rows ? PackLayout::Rows : PackLayout::Interleaved;
 
   std::unique_ptr<PackedMatrix> m(new PackedMatrix());
@@ -331,6 +336,16 @@ void matmul(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, i
     matmul_interleaved(pool, w, x, y, n_tokens);
   else
     matmul_rows(pool, w, x, y, n_tokens);
+}
+
+IsaLevel matmul_kernel_level(const PackedMatrix& w) {
+  return w.interleaved() ? packed_kernels(isa_level()).level : resolved_isa(w.type(), isa_level());
+}
+
+std::string matmul_kernel_description(TensorType type) {
+  const bool interleaved = auto_interleaves(type);
+  const IsaLevel level = interleaved ? packed_kernels(isa_level()).level : resolved_isa(type, isa_level());
+  return std::string(type_name(type)) + (interleaved ? " interleaved " : " rows ") + isa_name(level);
 }
 
 }  // namespace strata::cpu

@@ -22,7 +22,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
+#include "core/cpu_features.h"
 #include "core/tensor_type.h"
 
 namespace strata {
@@ -89,5 +91,13 @@ void matmul(ThreadPool& pool, const PackedMatrix& w,
             const float* x,  // [n_tokens, n_in]
             float* y,        // [n_tokens, n_out]
             int64_t n_tokens);
+
+// The ISA level whose kernels matmul() runs for `w` at the current level: the interleaved set's
+// (packed_kernels.h) or the row kernels' (kernels.h), each the current level or the one it falls
+// back to.
+IsaLevel matmul_kernel_level(const PackedMatrix& w);
+// The kernels a weight of `type` packed now with PackLayout::Auto runs, for logs and `strata
+// bench`: "q4_0 interleaved avx2", "q6_K rows avxvnni" (type_name). `type` must have CPU kernels.
+std::string matmul_kernel_description(TensorType type);
 
 }  // namespace strata::cpu
