@@ -17,6 +17,12 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
 else()
   set(STRATA_ARCH x86_64)
 endif()
+# aarch64 GCC fuses a * b + c into one rounding by default (x86-64's baseline has no FMA, so
+# scalar code never does there): the scalar references of two layouts would then differ in the
+# last bit depending on which products the compiler fused. Fusing stays explicit (intrinsics).
+if(STRATA_ARCH STREQUAL "aarch64")
+  add_compile_options(-ffp-contract=off)
+endif()
 
 # The ISA files of `srcs` for this architecture get their flags; the other architecture's are
 # removed from the list named by `out`.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -175,9 +176,14 @@ TEST(MatmulIsaEnv, ForcedLevelIsHonoured) {
   ASSERT_GT(len, 0);
   self[len] = '\0';
   for (const char* level : {"scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm", "bogus"}) {
-    const auto r =
-        strata::test::run_command({"/usr/bin/env", std::string("STRATA_ISA=") + level, self,
-                                   "--gtest_filter=MatmulIsaEnvProbe.*", "--gtest_also_run_disabled_tests"});
+    std::vector<std::string> argv = {"/usr/bin/env", std::string("STRATA_ISA=") + level};
+#ifdef STRATA_TEST_EMULATOR
+    // A cross-compiled test binary runs under its emulator (tests/CMakeLists.txt).
+    std::istringstream emulator(STRATA_TEST_EMULATOR);
+    for (std::string word; emulator >> word;) argv.push_back(word);
+#endif
+    argv.insert(argv.end(), {self, "--gtest_filter=MatmulIsaEnvProbe.*", "--gtest_also_run_disabled_tests"});
+    const auto r = strata::test::run_command(argv);
     EXPECT_EQ(r.exit_code, 0) << level << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << level << "\n" << r.out;
     EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << level << "\n" << r.out;
