@@ -17,10 +17,14 @@ DEB_PACKAGES := build-essential cmake g++ pkg-config libcpp-httplib-dev nlohmann
                 libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev python3 \
                 python3-jinja2 python3-regex python3-jsonschema unicode-data clang curl nodejs chromium
 
+# The aarch64 test build (make test-arm) only: cross compiler and user-mode emulator.
+ARM_DEB_PACKAGES := g++-aarch64-linux-gnu qemu-user-static
+ARM_BUILD ?= build/arm
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup configure build build-strata demo test test-sanitize build-sanitize test-tsan build-tsan fuzz \
-        format clean test-e2e
+        format clean test-e2e setup-arm test-arm
 
 setup:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -30,6 +34,24 @@ setup:
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
 	fi
+
+setup-arm: setup
+	@missing=""; for p in $(ARM_DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+# The kernel layers (core, formats, quant, backend) cross-compiled for aarch64 and their tests
+# run under qemu-user (CPU "max": NEON, DotProd and I8MM, so every per-level test runs). Not part
+# of `make test`: emulation makes it several times slower.
+test-arm: setup-arm
+	cmake -S . -B $(ARM_BUILD) -DCMAKE_BUILD_TYPE=Release -DSTRATA_SHARED_DIR=$(SHARED) \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DSTRATA_KERNELS_ONLY=ON
+	cmake --build $(ARM_BUILD) -j $(JOBS)
+	cd $(ARM_BUILD) && STRATA_SHARED=$(SHARED) ctest --output-on-failure -j $(JOBS)
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSTRATA_SHARED_DIR=$(SHARED)

@@ -7,11 +7,15 @@
 // Counters: GB/s of weights streamed (GEMV, whole-model decode), GOP/s (2 ops per multiply-add;
 // GEMM, prefill), tok/s of the whole model's matmuls (decode: one token through all 155
 // matrices; prefill: 512-token batches), the machine's read bandwidth and the decode's fraction
-// of it, and the int8 vpdpbusd peak. GEMV rotates over copies of the matrix totalling > 256 MiB
-// so that weights come from DRAM as in a real decode, not from the 32 MiB L3.
+// of it (of_bw), and the int8 and f32 peaks of the kernels' ISA level (core/compute_peak.h) with
+// every GEMM / GEMV's fraction of the one its type computes with (of_peak: int8 for the
+// quantized types, f32 for F16). Labels name the level that ran. GEMV rotates over copies of the
+// matrix totalling > 256 MiB so that weights come from DRAM as in a real decode, not from the
+// 32 MiB L3.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -19,15 +23,12 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "core/compute_peak.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/memory_bandwidth.h"
 #include "core/tensor_type.h"
 #include "core/thread_pool.h"
-
-namespace strata::bench {
-int64_t vnni_chains(int64_t iters);
-}
 
 namespace strata::bench {
 namespace {
@@ -109,9 +110,48 @@ const Shape& shape_arg(int64_t i) {
   return i < 7 ? kLayerShapes[i] : kOutputShape;
 }
 
-void set_label(benchmark::State& state, TensorType type, const std::string& what) {
-  state.SetLabel(std::string(type_name(type)) + " " + what + " " + isa_name(isa_level()) + " " +
+// "<type> <what> <layout> <level of the kernels that ran> <threads>t".
+void set_label(benchmark::State& state, const cpu::PackedMatrix& w, const std::string& what) {
+  state.SetLabel(std::string(type_name(w.type())) + " " + what + " " +
+                 (w.interleaved() ? "interleaved " : "rows ") + isa_name(cpu::matmul_kernel_level(w)) + " " +
                  std::to_string(pool().size()) + "t");
+}
+
+double machine_bandwidth() {
+  static const double bw = measure_read_bandwidth(pool()).bytes_per_second;
+  return bw;
+}
+
+const ComputePeak& compute_peak() {
+  static const ComputePeak p = measure_compute_peak(pool(), isa_level());
+  return p;
+}
+
+// The peak (ops/s) the kernels of `type` are bound by: f32 multiply-adds for the float types,
+// int8 dot products for the quantized ones (0 where the level has no peak kernel).
+double type_peak(TensorType type) {
+  const bool float_type = type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
+  return float_type ? compute_peak().f32_flops : compute_peak().int8_ops_per_second;
+}
+
+// Wall seconds since t0 (the fractions below are plain numbers, not Google Benchmark rates,
+// which would print as "/s").
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// of_peak: `ops` per iteration over the timed loop's `seconds`, as a fraction of the type's peak.
+void set_peak_fraction(benchmark::State& state, TensorType type, double ops, double seconds) {
+  const double peak = type_peak(type);
+  if (peak > 0.0 && seconds > 0.0)
+    state.counters["of_peak"] = ops * static_cast<double>(state.iterations()) / seconds / peak;
+}
+
+// of_bw: `bytes` per iteration over the timed loop's `seconds`, as a fraction of the machine's
+// read bandwidth.
+void set_bandwidth_fraction(benchmark::State& state, double bytes, double seconds) {
+  if (seconds > 0.0)
+    state.counters["of_bw"] = bytes * static_cast<double>(state.iterations()) / seconds / machine_bandwidth();
 }
 
 void BM_Gemv(benchmark::State& state) {
@@ -123,14 +163,18 @@ void BM_Gemv(benchmark::State& state) {
   for (size_t i = 0; i < copies; ++i) mats.push_back(make_matrix(type, s, i + 1));
   std::vector<float> x(static_cast<size_t>(s.n_in), 0.5f), y(static_cast<size_t>(s.n_out));
   size_t i = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     cpu::matmul(pool(), *mats[i].packed, x.data(), y.data(), 1);
     benchmark::DoNotOptimize(y.data());
     i = (i + 1) % copies;
   }
+  const double secs = seconds_since(t0);
   state.counters["GB/s"] =
       benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  set_label(state, type, std::string(s.name) + " gemv");
+  set_bandwidth_fraction(state, static_cast<double>(bytes), secs);
+  set_peak_fraction(state, type, 2.0 * static_cast<double>(s.n_in * s.n_out), secs);
+  set_label(state, *mats[0].packed, std::string(s.name) + " gemv");
 }
 
 void BM_Gemm(benchmark::State& state) {
@@ -140,13 +184,16 @@ void BM_Gemm(benchmark::State& state) {
   Matrix m = make_matrix(type, s, 7);
   std::vector<float> x(static_cast<size_t>(s.n_in * n_tokens)), y(static_cast<size_t>(s.n_out * n_tokens));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     cpu::matmul(pool(), *m.packed, x.data(), y.data(), n_tokens);
     benchmark::DoNotOptimize(y.data());
   }
+  const double secs = seconds_since(t0);
   const double ops = 2.0 * static_cast<double>(s.n_in * s.n_out * n_tokens);
   state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  set_label(state, type, std::string(s.name) + " gemm " + std::to_string(n_tokens) + " tokens");
+  set_peak_fraction(state, type, ops, secs);
+  set_label(state, *m.packed, std::string(s.name) + " gemm " + std::to_string(n_tokens) + " tokens");
 }
 
 // All 155 matrices of the model (distinct weights, as in a real forward pass).
@@ -173,11 +220,6 @@ Model& model(TensorType type) {
   return m;
 }
 
-double machine_bandwidth() {
-  static const double bw = measure_read_bandwidth(pool()).bytes_per_second;
-  return bw;
-}
-
 void forward(const Model& m, const float* x, float* y, int64_t n_tokens) {
   for (const Matrix& mat : m.mats) cpu::matmul(pool(), *mat.packed, x, y, n_tokens);
 }
@@ -187,16 +229,20 @@ void BM_ModelDecode(benchmark::State& state) {
   const double bandwidth = machine_bandwidth();
   const Model& m = model(type);
   std::vector<float> x(5632, 0.25f), y(32000);
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     forward(m, x.data(), y.data(), 1);
     benchmark::DoNotOptimize(y.data());
   }
+  const double secs = seconds_since(t0);
   state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] =
       benchmark::Counter(static_cast<double>(m.bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["roofline_tok/s"] = bandwidth / static_cast<double>(m.bytes);
+  set_bandwidth_fraction(state, static_cast<double>(m.bytes), secs);
+  set_peak_fraction(state, type, m.ops_per_token, secs);
   state.counters["weights_GB"] = static_cast<double>(m.bytes) / 1e9;
-  set_label(state, type, "tinyllama-1.1b decode");
+  set_label(state, *m.mats[0].packed, "tinyllama-1.1b decode");
 }
 
 void BM_ModelPrefill(benchmark::State& state) {
@@ -205,14 +251,17 @@ void BM_ModelPrefill(benchmark::State& state) {
   std::vector<float> x(static_cast<size_t>(5632 * kPrefillTokens)),
       y(static_cast<size_t>(32000 * kPrefillTokens));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     forward(m, x.data(), y.data(), kPrefillTokens);
     benchmark::DoNotOptimize(y.data());
   }
+  const double secs = seconds_since(t0);
   state.counters["tok/s"] = benchmark::Counter(kPrefillTokens, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GOP/s"] = benchmark::Counter(m.ops_per_token * kPrefillTokens / 1e9,
                                                benchmark::Counter::kIsIterationInvariantRate);
-  set_label(state, type, "tinyllama-1.1b prefill 512");
+  set_peak_fraction(state, type, m.ops_per_token * kPrefillTokens, secs);
+  set_label(state, *m.mats[0].packed, "tinyllama-1.1b prefill 512");
 }
 
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -223,18 +272,19 @@ void BM_ReadBandwidth(benchmark::State& state) {
                  std::to_string(r.passes));
 }
 
-void BM_Int8Peak(benchmark::State& state) {
-  if (max_supported_isa() < IsaLevel::Avx512) {
-    state.SkipWithError("needs AVX-512 VNNI");
+// The int8 and f32 peaks of the kernels' level (core/compute_peak.h): the one measurement the
+// of_peak fractions of this run divide by.
+void BM_ComputePeak(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(&compute_peak());
+  const ComputePeak& p = compute_peak();
+  if (p.int8_ops_per_second == 0.0 && p.f32_flops == 0.0) {
+    state.SkipWithError(("no peak kernels at level " + isa_name(p.level)).c_str());
     return;
   }
-  constexpr int64_t kIters = 20'000'000;
-  for (auto _ : state) {
-    pool().run([](int, int) { benchmark::DoNotOptimize(vnni_chains(kIters)); });
-  }
-  const double ops = 2.0 * 64 * 12 * static_cast<double>(kIters) * pool().size();
-  state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel("vpdpbusd zmm, " + std::to_string(pool().size()) + "t");
+  state.counters["int8_GOP/s"] = p.int8_ops_per_second / 1e9;
+  state.counters["f32_GFLOP/s"] = p.f32_flops / 1e9;
+  state.SetLabel(isa_name(p.level) + ": int8 " + (p.int8_what.empty() ? "none" : p.int8_what) + ", f32 " +
+                 p.f32_what + ", " + std::to_string(p.threads) + "t");
 }
 
 // The cost of one pool dispatch (decode makes ~155 matmul calls per token).
@@ -259,7 +309,7 @@ void gemm_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_PoolRun)->UseRealTime();
-BENCHMARK(BM_Int8Peak)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ComputePeak)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ModelDecode)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -25,6 +25,7 @@ GemmF32 pick_f32() {
   switch (isa_level()) {
     case IsaLevel::Avx512:
       return gemm_f32_avx512;
+    case IsaLevel::AvxVnni:  // float kernels: AVX-VNNI adds nothing to AVX2
     case IsaLevel::Avx2:
       return gemm_f32_avx2;
     default:
@@ -36,6 +37,7 @@ GemmF64 pick_f64() {
   switch (isa_level()) {
     case IsaLevel::Avx512:
       return gemm_f64_avx512;
+    case IsaLevel::AvxVnni:
     case IsaLevel::Avx2:
       return gemm_f64_avx2;
     default:

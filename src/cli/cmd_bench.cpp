@@ -1,16 +1,23 @@
 // `strata bench`: prompt-processing (pp) and decode (tg) speed of a model, like llama-bench,
 // plus the fraction of the machine's memory bandwidth the decode achieves.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul.h"
 #include "cli/command.h"
 #include "cli/model_setup.h"
 #include "core/check.h"
+#include "core/compute_peak.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/memory_bandwidth.h"
@@ -65,6 +72,28 @@ std::string dominant_type(const ModelFile& f) {
   for (const auto& [name, b] : bytes)
     if (b > most) most = b, best = name;
   return best;
+}
+
+// The kernel set each weight type of the file runs ("q4_0 interleaved avx2"), by bytes.
+std::vector<std::string> kernel_sets(const ModelFile& f) {
+  std::map<TensorType, size_t> bytes;
+  for (const TensorInfo& t : f.tensors())
+    if (t.n_dims >= 2 && cpu::has_type_kernels(t.type)) bytes[t.type] += t.nbytes;
+  std::vector<std::pair<size_t, TensorType>> by_size;
+  for (const auto& [type, b] : bytes) by_size.push_back({b, type});
+  std::sort(by_size.rbegin(), by_size.rend());
+  std::vector<std::string> out;
+  for (const auto& [b, type] : by_size) out.push_back(cpu::matmul_kernel_description(type));
+  return out;
+}
+
+// Multiply-adds x 2 per token of the layers' weight matrices (the token embedding is a lookup;
+// the output matrix runs for one token of a prefill): the work a prefill token costs there.
+double layer_matmul_ops_per_token(const ModelFile& f) {
+  double ops = 0.0;
+  for (const TensorInfo& t : f.tensors())
+    if (t.n_dims == 2 && t.name.rfind("blk.", 0) == 0) ops += 2.0 * static_cast<double>(t.n_elements());
+  return ops;
 }
 
 // {"<op>": {"seconds", "share"}} for every op category: where the forward time went.
@@ -234,6 +263,7 @@ void run(const BenchOptions& o) {
   out["cpu"] = cpu_model_name();
   out["cpu_features"] = cpu_description();
   out["kv_type"] = type_name(o.model.kv.resolve());
+  out["kernels"] = kernel_sets(m.file());
   out["weight_bytes"] = m.weight_bytes();
   out["reps"] = o.reps;
   if (!o.parallel.empty()) return run_parallel(o, lm, out);
@@ -303,12 +333,26 @@ void run(const BenchOptions& o) {
                         {"fraction", decode_bw / machine_bw},
                         {"roofline_tps", machine_bw / static_cast<double>(m.weight_bytes())}};
   }
+  if (o.n_prompt > 0 && !o.no_bandwidth) {
+    ThreadPool pool(lm.backend->n_threads());
+    const ComputePeak peak = measure_compute_peak(pool, isa_level());
+    const double pp_ops = layer_matmul_ops_per_token(m.file()) * pp.mean;
+    if (peak.int8_ops_per_second > 0.0 || peak.f32_flops > 0.0)
+      out["peak"] = {{"level", isa_name(peak.level)},      {"int8_gops", peak.int8_ops_per_second / 1e9},
+                     {"int8_instruction", peak.int8_what}, {"f32_gflops", peak.f32_flops / 1e9},
+                     {"f32_instruction", peak.f32_what},   {"prefill_layer_gops", pp_ops / 1e9}};
+    if (peak.int8_ops_per_second > 0.0 && out.contains("peak"))
+      out["peak"]["prefill_int8_fraction"] = pp_ops / peak.int8_ops_per_second;
+  }
   if (o.json) {
     std::printf("%s\n", out.dump().c_str());
     return;
   }
   std::printf("cpu: %s, kernels %s\n", out["cpu"].get<std::string>().c_str(),
               out["cpu_features"].get<std::string>().c_str());
+  std::string sets;
+  for (const auto& k : out["kernels"]) sets += (sets.empty() ? "" : ", ") + k.get<std::string>();
+  std::printf("matmul kernels: %s\n", sets.c_str());
   std::printf("| model | type | size | threads | test | t/s |\n|---|---|---|---|---|---|\n");
   const double gib = static_cast<double>(m.weight_bytes()) / (1 << 30);
   auto row = [&](const char* test, int n, const Stat& s) {
@@ -327,6 +371,17 @@ void run(const BenchOptions& o) {
                 out["bandwidth"]["decode_gbps"].get<double>(), machine_bw / 1e9,
                 100.0 * out["bandwidth"]["fraction"].get<double>(),
                 out["bandwidth"]["roofline_tps"].get<double>());
+  if (out.contains("peak")) {
+    const nlohmann::json& p = out["peak"];
+    std::printf("peaks (%s, %d threads): int8 %.0f GOP/s (%s), f32 %.0f GFLOP/s (%s)",
+                p["level"].get<std::string>().c_str(), lm.backend->n_threads(), p["int8_gops"].get<double>(),
+                p["int8_instruction"].get<std::string>().c_str(), p["f32_gflops"].get<double>(),
+                p["f32_instruction"].get<std::string>().c_str());
+    if (p.contains("prefill_int8_fraction"))
+      std::printf("; prefill's layer matmuls %.0f GOP/s = %.0f%% of the int8 peak",
+                  p["prefill_layer_gops"].get<double>(), 100.0 * p["prefill_int8_fraction"].get<double>());
+    std::printf("\n");
+  }
 }
 
 void setup(CLI::App& cmd) {
@@ -344,7 +399,8 @@ void setup(CLI::App& cmd) {
   cmd.add_option("-f,--prompt-file", o->prompt_file,
                  "Decode test: continue this text (its prefill is not timed) instead of one random token");
   add_spec_options(cmd, o->spec);
-  cmd.add_flag("--no-bandwidth", o->no_bandwidth, "Skip measuring the machine's memory bandwidth");
+  cmd.add_flag("--no-bandwidth", o->no_bandwidth,
+               "Skip measuring the machine's memory bandwidth and compute peaks");
   cmd.add_flag("--profile", o->profile, "Also report the share of forward time per op category");
   cmd.add_option(
          "--parallel", o->parallel,

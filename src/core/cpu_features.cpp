@@ -1,9 +1,14 @@
 #include "core/cpu_features.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -11,6 +16,7 @@
 namespace strata {
 namespace {
 
+#if defined(__x86_64__)
 uint64_t xgetbv0() {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -33,6 +39,9 @@ CpuFeatures detect() {
   __cpuid_count(7, 0, a, b, c, d);
   f.avx2 = b & (1u << 5);
   f.bmi2 = b & (1u << 8);
+  unsigned a1, b1, c1, d1;
+  __cpuid_count(7, 1, a1, b1, c1, d1);
+  f.avxvnni = a1 & (1u << 4);  // VEX-encoded vpdpbusd on ymm, no AVX-512 needed
   if (zmm_ok) {
     f.avx512f = b & (1u << 16);
     f.avx512dq = b & (1u << 17);
@@ -40,34 +49,74 @@ CpuFeatures detect() {
     f.avx512vl = b & (1u << 31);
     f.avx512vbmi = c & (1u << 1);
     f.avx512vnni = c & (1u << 11);
-    unsigned a1, b1, c1, d1;
-    __cpuid_count(7, 1, a1, b1, c1, d1);
     f.avx512bf16 = a1 & (1u << 5);
   }
   return f;
 }
+#elif defined(__aarch64__)
+CpuFeatures detect() {
+  CpuFeatures f;
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.neon = hw & (1ul << 1);                   // HWCAP_ASIMD
+  f.dotprod = f.neon && (hw & (1ul << 20));   // HWCAP_ASIMDDP
+  f.i8mm = f.dotprod && (hw2 & (1ul << 13));  // HWCAP2_I8MM
+  return f;
+}
+#else
+CpuFeatures detect() {
+  return CpuFeatures{};
+}
+#endif
 
-IsaLevel supported(const CpuFeatures& f) {
-  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
-  // The AVX-512 kernels use VNNI, BF16 and VBMI (Ice Lake / Zen 4 and later).
-  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx512bf16 &&
-      f.avx512vbmi)
-    return IsaLevel::Avx512;
-  if (avx2) return IsaLevel::Avx2;
+bool avx2_usable(const CpuFeatures& f) {
+  return f.avx2 && f.fma && f.f16c && f.bmi2;
+}
+
+bool supported(const CpuFeatures& f, IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Scalar:
+      return true;
+    case IsaLevel::Avx2:
+      return avx2_usable(f);
+    case IsaLevel::AvxVnni:
+      return avx2_usable(f) && f.avxvnni;
+    case IsaLevel::Avx512:
+      // The AVX-512 kernels use VNNI, BF16 and VBMI (Ice Lake / Zen 4 and later).
+      return avx2_usable(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni &&
+             f.avx512bf16 && f.avx512vbmi;
+    case IsaLevel::Neon:
+      return f.neon;
+    case IsaLevel::NeonDotprod:
+      return f.neon && f.dotprod;
+    case IsaLevel::NeonI8mm:
+      return f.neon && f.dotprod && f.i8mm;
+  }
+  return false;
+}
+
+constexpr IsaLevel kAllLevels[] = {IsaLevel::Scalar,  IsaLevel::Avx2, IsaLevel::AvxVnni,
+                                   IsaLevel::Avx512,  IsaLevel::Neon, IsaLevel::NeonDotprod,
+                                   IsaLevel::NeonI8mm};
+
+IsaLevel best_supported() {
+  // The top of each chain first.
+  for (IsaLevel top : {IsaLevel::Avx512, IsaLevel::NeonI8mm})
+    if (IsaLevel l = clamp_isa(top); l != IsaLevel::Scalar) return l;
   return IsaLevel::Scalar;
 }
 
 IsaLevel from_env(IsaLevel best) {
   const char* env = std::getenv("STRATA_ISA");
-  if (!env) return best;
-  IsaLevel want = best;
-  if (!std::strcmp(env, "scalar"))
-    want = IsaLevel::Scalar;
-  else if (!std::strcmp(env, "avx2"))
-    want = IsaLevel::Avx2;
-  else if (!std::strcmp(env, "avx512"))
-    want = IsaLevel::Avx512;
-  return want < best ? want : best;
+  if (!env || !*env) return best;
+  const std::optional<IsaLevel> want = isa_from_name(env);
+  if (!want) {
+    std::fprintf(stderr,
+                 "strata: warning: STRATA_ISA=%s is not one of scalar, avx2, avxvnni, avx512, neon, dotprod, "
+                 "i8mm; using %s\n",
+                 env, isa_name(best).c_str());
+    return best;
+  }
+  return clamp_isa(*want);
 }
 
 std::atomic<int>& level_slot() {
@@ -82,8 +131,50 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
+IsaLevel isa_fallback(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::Avx512:
+      return IsaLevel::AvxVnni;
+    case IsaLevel::AvxVnni:
+      return IsaLevel::Avx2;
+    case IsaLevel::NeonI8mm:
+      return IsaLevel::NeonDotprod;
+    case IsaLevel::NeonDotprod:
+      return IsaLevel::Neon;
+    case IsaLevel::Avx2:
+    case IsaLevel::Neon:
+    case IsaLevel::Scalar:
+      break;
+  }
+  return IsaLevel::Scalar;
+}
+
+bool isa_includes(IsaLevel level, IsaLevel lower) {
+  for (;; level = isa_fallback(level)) {
+    if (level == lower) return true;
+    if (level == IsaLevel::Scalar) return false;
+  }
+}
+
+bool isa_supported(IsaLevel level) {
+  return supported(cpu_features(), level);
+}
+
+IsaLevel clamp_isa(IsaLevel level) {
+  while (!isa_supported(level)) level = isa_fallback(level);
+  return level;
+}
+
+std::vector<IsaLevel> supported_isa_levels() {
+  std::vector<IsaLevel> out;
+  for (IsaLevel l : kAllLevels)
+    if (isa_supported(l)) out.push_back(l);
+  return out;
+}
+
 IsaLevel max_supported_isa() {
-  return supported(cpu_features());
+  static const IsaLevel best = best_supported();
+  return best;
 }
 
 IsaLevel isa_level() {
@@ -91,8 +182,7 @@ IsaLevel isa_level() {
 }
 
 void set_isa_level(IsaLevel level) {
-  const IsaLevel best = max_supported_isa();
-  level_slot().store(static_cast<int>(level < best ? level : best));
+  level_slot().store(static_cast<int>(clamp_isa(level)));
 }
 
 std::string isa_name(IsaLevel level) {
@@ -101,19 +191,48 @@ std::string isa_name(IsaLevel level) {
       return "scalar";
     case IsaLevel::Avx2:
       return "avx2";
+    case IsaLevel::AvxVnni:
+      return "avxvnni";
     case IsaLevel::Avx512:
       return "avx512";
+    case IsaLevel::Neon:
+      return "neon";
+    case IsaLevel::NeonDotprod:
+      return "dotprod";
+    case IsaLevel::NeonI8mm:
+      return "i8mm";
   }
   return "?";
+}
+
+std::optional<IsaLevel> isa_from_name(const std::string& name) {
+  for (IsaLevel l : kAllLevels)
+    if (name == isa_name(l)) return l;
+  return std::nullopt;
 }
 
 std::string cpu_description() {
   const CpuFeatures& f = cpu_features();
   std::string s = isa_name(isa_level());
   std::string extra;
+  if (isa_supported(IsaLevel::Avx512)) extra += "avx512 ";
   if (f.avx512vnni) extra += "vnni ";
   if (f.avx512bf16) extra += "bf16 ";
+  if (f.avxvnni) extra += "avxvnni ";
+  if (f.avx2) extra += "avx2 ";
+  if (f.fma) extra += "fma ";
   if (f.f16c) extra += "f16c ";
+  if (f.neon) extra += "neon ";
+  if (f.dotprod) extra += "dotprod ";
+  if (f.i8mm) extra += "i8mm ";
+  // AVX2 present but unusable for the AVX2 kernels: say why (they need all of FMA, F16C, BMI2).
+  if (f.avx2 && !avx2_usable(f)) {
+    extra += "(avx2 kernels off: missing";
+    if (!f.fma) extra += " fma";
+    if (!f.f16c) extra += " f16c";
+    if (!f.bmi2) extra += " bmi2";
+    extra += ") ";
+  }
   if (!extra.empty()) s += " (cpu: " + extra.substr(0, extra.size() - 1) + ")";
   return s;
 }

@@ -10,11 +10,22 @@
 
 namespace strata {
 
+// The CPU's spin-loop hint (x86 pause, Arm yield): a cheaper, friendlier busy iteration.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 template <typename Pred>
 inline void spin_until(Pred&& done) {
   for (int i = 0; !done(); ++i) {
-    if (i < 2048) __builtin_ia32_pause();
-    else sched_yield();
+    if (i < 2048)
+      cpu_relax();
+    else
+      sched_yield();
   }
 }
 

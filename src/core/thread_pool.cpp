@@ -10,8 +10,6 @@
 namespace strata {
 namespace {
 
-inline void cpu_relax() { __builtin_ia32_pause(); }
-
 // Iterations a worker spins before sleeping. Long enough to bridge the gap between two
 // matmuls of one decode step, short enough not to burn a core when the engine is idle.
 // Past the first few thousand, each iteration yields the core (see spin_wait.h).
@@ -45,8 +43,10 @@ void ThreadPool::worker_loop(int ith) {
   for (;;) {
     uint32_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      if (spin < 2048) cpu_relax();
-      else sched_yield();
+      if (spin < 2048)
+        cpu_relax();
+      else
+        sched_yield();
       gen = generation_.load(std::memory_order_acquire);
     }
     while (gen == seen) {

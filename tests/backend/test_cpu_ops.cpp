@@ -11,10 +11,7 @@ namespace strata::cpu {
 namespace {
 
 std::vector<IsaLevel> levels() {
-  std::vector<IsaLevel> out = {IsaLevel::Scalar};
-  if (max_supported_isa() >= IsaLevel::Avx2) out.push_back(IsaLevel::Avx2);
-  if (max_supported_isa() >= IsaLevel::Avx512) out.push_back(IsaLevel::Avx512);
-  return out;
+  return supported_isa_levels();
 }
 
 std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {

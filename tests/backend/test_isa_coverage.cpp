@@ -22,10 +22,17 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+// This architecture's chain of kernel levels, lowest first.
+#if defined(__aarch64__)
+constexpr IsaLevel kChain[] = {IsaLevel::Scalar, IsaLevel::Neon, IsaLevel::NeonDotprod, IsaLevel::NeonI8mm};
+#else
+constexpr IsaLevel kChain[] = {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512};
+#endif
+
 std::string isa_coverage_line() {
   std::string tested, untested;
-  for (IsaLevel level : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    std::string& list = level <= max_supported_isa() ? tested : untested;
+  for (IsaLevel level : kChain) {
+    std::string& list = isa_supported(level) ? tested : untested;
     list += ' ';
     list += isa_name(level);
   }
@@ -44,14 +51,15 @@ const auto* const kReport = ::testing::AddGlobalTestEnvironment(new IsaCoverageR
 // level the CPU lacks is never used (it is clamped down), so its test cases must skip.
 TEST(IsaCoverage, EveryReportedLevelCanBeSelected) {
   const IsaLevel before = isa_level();
-  for (IsaLevel level : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
+  for (IsaLevel level : kChain) {
     set_isa_level(level);
-    EXPECT_EQ(isa_level(), level <= max_supported_isa() ? level : max_supported_isa()) << isa_name(level);
+    EXPECT_EQ(isa_level(), clamp_isa(level)) << isa_name(level);
+    EXPECT_TRUE(isa_supported(isa_level())) << isa_name(level);
   }
   set_isa_level(before);
   const std::string line = isa_coverage_line();
   EXPECT_NE(line.find("ISA levels tested: scalar"), std::string::npos) << line;
-  EXPECT_EQ(line.find("avx512") < line.find("NOT tested"), max_supported_isa() == IsaLevel::Avx512) << line;
+  EXPECT_EQ(line.find("avx512") < line.find("NOT tested"), isa_supported(IsaLevel::Avx512)) << line;
 }
 
 }  // namespace

@@ -28,8 +28,7 @@ TEST(ActivationQuantizer, Q8_0RoundsTiesToEvenWithUnitScale) {
   const float in[] = {127.0f, -127.0f, 2.5f, 3.5f, -2.5f, 0.5f, 1.5f, -0.49f, 126.6f, -1.5f};
   const int8_t want[] = {127, -127, 2, 4, -2, 0, 2, 0, 127, -2};
   std::memcpy(x.data(), in, sizeof in);
-  for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (isa > max_supported_isa()) continue;
+  for (IsaLevel isa : supported_isa_levels()) {
     BlockQ8_0 b;
     type_kernels(TensorType::Q8_0, isa).from_float(x.data(), &b, 32);
     EXPECT_EQ(b.d, 0x3c00) << "d must be fp16 1.0";
@@ -81,8 +80,7 @@ TEST(ActivationConverter, HalfAndBfloatValuesDerivedByHand) {
   // bf16: 65504 = 0x477fe000 rounds up to 0x4780 (65536); 1/3 = 0x3eaaaaab rounds up;
   // 1 + 2^-8 is a tie -> even (0x3f80); 1 + 3 * 2^-8 is a tie -> even (0x3f82).
   const uint16_t want_bf16[] = {0x3f80, 0x4780, 0x3eab, 0x3f80, 0x3f82, 0xc000};
-  for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (isa > max_supported_isa()) continue;
+  for (IsaLevel isa : supported_isa_levels()) {
     uint16_t h[6], b[6];
     type_kernels(TensorType::F16, isa).from_float(x, h, 6);
     type_kernels(TensorType::BF16, isa).from_float(x, b, 6);

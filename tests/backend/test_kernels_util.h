@@ -10,11 +10,29 @@
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/tensor_type.h"
 #include "quant/quantize.h"
 
 namespace strata::cpu::testing {
+
+// Every ISA level of the architecture the tests were built for, lowest first: the per-level
+// tests are instantiated for all of them and skip the ones this CPU lacks (isa_supported).
+inline std::vector<IsaLevel> arch_isa_levels() {
+#if defined(__aarch64__)
+  return {IsaLevel::Scalar, IsaLevel::Neon, IsaLevel::NeonDotprod, IsaLevel::NeonI8mm};
+#else
+  return {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512};
+#endif
+}
+
+// The same without the scalar level (the references).
+inline std::vector<IsaLevel> arch_simd_levels() {
+  std::vector<IsaLevel> out = arch_isa_levels();
+  out.erase(out.begin());
+  return out;
+}
 
 inline const std::vector<TensorType>& legacy_and_float_types() {
   static const std::vector<TensorType> types = {TensorType::F32,  TensorType::F16,  TensorType::BF16,

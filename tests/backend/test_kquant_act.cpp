@@ -9,9 +9,11 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/kernels.h"
 #include "core/cpu_features.h"
 #include "quant/blocks.h"
 #include "quant/quantize.h"
@@ -21,14 +23,19 @@ namespace {
 
 using QuantizeFn = void (*)(const float*, void*, int64_t);
 
+// The Q8_K quantizer each supported SIMD level uses (the K-quants' activation format).
 struct Level {
-  const char* name;
-  IsaLevel isa;
+  std::string name;
   QuantizeFn fn;
 };
 
-const Level kSimdLevels[] = {{"avx2", IsaLevel::Avx2, quantize_row_q8_k_avx2},
-                             {"avx512", IsaLevel::Avx512, quantize_row_q8_k_avx512}};
+std::vector<Level> simd_levels() {
+  std::vector<Level> out;
+  for (IsaLevel isa : supported_isa_levels())
+    if (isa != IsaLevel::Scalar)
+      out.push_back({isa_name(isa), type_kernels(TensorType::Q4_K, isa).from_float});
+  return out;
+}
 
 std::vector<BlockQ8_K> quantize(QuantizeFn fn, const std::vector<float>& x) {
   std::vector<BlockQ8_K> out(x.size() / kQK_K);
@@ -190,11 +197,7 @@ std::vector<float> awkward_input(int64_t nb, std::mt19937_64& rng) {
 
 TEST(KQuantAct, SimdBitIdenticalToScalar) {
   std::mt19937_64 rng(17);
-  for (const Level& level : kSimdLevels) {
-    if (max_supported_isa() < level.isa) {
-      std::printf("skipping %s: not supported by this CPU\n", level.name);
-      continue;
-    }
+  for (const Level& level : simd_levels()) {
     for (int64_t nb : {1, 2, 3, 5, 17}) {
       for (int trial = 0; trial < 6; ++trial) {
         const std::vector<float> x = awkward_input(nb, rng);

@@ -40,7 +40,7 @@ struct KQuantType {
   std::vector<size_t> fp16_offsets;  // fp16 scale fields inside a block (must be finite)
   int dmin_offset;                   // -1 for the types without a min term
   int max_min;                       // largest sub-block min multiplier
-  Getter scalar, avx2, avx512;
+  Getter scalar;
 };
 
 const std::vector<KQuantType>& kquant_types() {
@@ -50,53 +50,29 @@ const std::vector<KQuantType>& kquant_types() {
        {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)},
        offsetof(BlockQ2_K, dmin),
        15,
-       q2_k_kernels_scalar,
-       q2_k_kernels_avx2,
-       q2_k_kernels_avx512},
-      {"Q3_K",
-       TensorType::Q3_K,
-       {offsetof(BlockQ3_K, d)},
-       -1,
-       0,
-       q3_k_kernels_scalar,
-       q3_k_kernels_avx2,
-       q3_k_kernels_avx512},
+       q2_k_kernels_scalar},
+      {"Q3_K", TensorType::Q3_K, {offsetof(BlockQ3_K, d)}, -1, 0, q3_k_kernels_scalar},
       {"Q4_K",
        TensorType::Q4_K,
        {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)},
        offsetof(BlockQ4_K, dmin),
        63,
-       q4_k_kernels_scalar,
-       q4_k_kernels_avx2,
-       q4_k_kernels_avx512},
+       q4_k_kernels_scalar},
       {"Q5_K",
        TensorType::Q5_K,
        {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)},
        offsetof(BlockQ5_K, dmin),
        63,
-       q5_k_kernels_scalar,
-       q5_k_kernels_avx2,
-       q5_k_kernels_avx512},
-      {"Q6_K",
-       TensorType::Q6_K,
-       {offsetof(BlockQ6_K, d)},
-       -1,
-       0,
-       q6_k_kernels_scalar,
-       q6_k_kernels_avx2,
-       q6_k_kernels_avx512},
+       q5_k_kernels_scalar},
+      {"Q6_K", TensorType::Q6_K, {offsetof(BlockQ6_K, d)}, -1, 0, q6_k_kernels_scalar},
   };
   return types;
 }
 
-struct SimdLevel {
-  const char* name;
-  IsaLevel isa;
-  Getter KQuantType::*getter;
-};
-
-const SimdLevel kSimdLevels[] = {{"avx2", IsaLevel::Avx2, &KQuantType::avx2},
-                                 {"avx512", IsaLevel::Avx512, &KQuantType::avx512}};
+// The kernels a level runs for a type (its own, or the level's fallback's).
+const TypeKernels& level_kernels(const KQuantType& t, IsaLevel isa) {
+  return type_kernels(t.type, isa);
+}
 
 const int kBlockCounts[] = {1, 2, 3, 5, 17};
 
@@ -263,28 +239,20 @@ TEST(KQuantDot, HandBuiltQ4KBlock) {
   const std::vector<uint8_t> a = quantize_q8_k(x);
   for (const KQuantType& t : kquant_types()) {
     if (t.type != TensorType::Q4_K) continue;
-    for (Getter g : {t.scalar, t.avx2, t.avx512}) {
-      if (g != t.scalar && max_supported_isa() < (g == t.avx2 ? IsaLevel::Avx2 : IsaLevel::Avx512)) continue;
-      EXPECT_NEAR(g().vec_dot(kQK_K, &w, a.data()), 256.0f, 1e-3f);
-    }
+    for (IsaLevel isa : supported_isa_levels())
+      EXPECT_NEAR(level_kernels(t, isa).vec_dot(kQK_K, &w, a.data()), 256.0f, 1e-3f) << isa_name(isa);
   }
-}
-
-bool supported(IsaLevel isa) {
-  return max_supported_isa() >= isa;
 }
 
 // Every SIMD vec_dot against the scalar reference: sizes, misaligned pointers, extreme scales.
 TEST(KQuantDot, SimdVecDotMatchesScalar) {
   std::mt19937_64 rng(99);
-  for (const SimdLevel& level : kSimdLevels) {
-    if (!supported(level.isa)) {
-      std::printf("skipping %s: not supported by this CPU\n", level.name);
-      continue;
-    }
+  for (IsaLevel isa : supported_isa_levels()) {
+    if (isa == IsaLevel::Scalar) continue;
+    const std::string level = isa_name(isa);
     for (const KQuantType& t : kquant_types()) {
       const TypeKernels& ref = t.scalar();
-      const TypeKernels& simd = (t.*level.getter)();
+      const TypeKernels& simd = level_kernels(t, isa);
       EXPECT_EQ(simd.vec_dot_type, TensorType::Q8_K);
       for (int64_t nb : kBlockCounts) {
         for (int trial = 0; trial < 8; ++trial) {
@@ -297,7 +265,7 @@ TEST(KQuantDot, SimdVecDotMatchesScalar) {
           const float want = ref.vec_dot(n, w.data(), a.data());
           const float got = simd.vec_dot(n, wm.data(), am.data());
           EXPECT_NEAR(got, want, kRoundingTol * magnitude(t, w.data(), a.data(), n) + 1e-30)
-              << label(t, nb, level.name) << " trial " << trial;
+              << label(t, nb, level.c_str()) << " trial " << trial;
         }
       }
     }
@@ -309,13 +277,10 @@ TEST(KQuantDot, SimdVecDotMatchesScalar) {
 TEST(KQuantDot, GemmTileAllShapesMatchVecDot) {
   std::mt19937_64 rng(7);
   const int kRows = kMaxTileRows, kCols = kMaxTileCols;
-  for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (!supported(isa)) continue;
+  for (IsaLevel isa : supported_isa_levels()) {
     for (const KQuantType& t : kquant_types()) {
       const TypeKernels& ref = t.scalar();
-      const TypeKernels& k = isa == IsaLevel::Scalar ? t.scalar()
-                             : isa == IsaLevel::Avx2 ? t.avx2()
-                                                     : t.avx512();
+      const TypeKernels& k = level_kernels(t, isa);
       EXPECT_GE(k.tile_rows, 1);
       EXPECT_LE(k.tile_rows, kMaxTileRows);
       EXPECT_GE(k.tile_cols, 1);
@@ -360,21 +325,21 @@ TEST(KQuantDot, GemmTileAllShapesMatchVecDot) {
   }
 }
 
-// The registry hands out these kernels for every level the CPU has (STRATA_ISA / set_isa_level
-// pick among them), and never a level above the CPU's.
+// The registry hands out kernels for every level the CPU has (STRATA_ISA / set_isa_level pick
+// among them): the level's own where it has them (every K-quant has avx2 and avx512 kernels,
+// Q4_K..Q6_K also avxvnni ones), never one the CPU lacks or one the level does not include.
 TEST(KQuantDot, RegistryServesEveryLevel) {
   for (const KQuantType& t : kquant_types()) {
     ASSERT_TRUE(has_type_kernels(t.type)) << t.name;
     EXPECT_EQ(type_kernels(t.type, IsaLevel::Scalar).vec_dot, t.scalar().vec_dot) << t.name;
-    if (supported(IsaLevel::Avx2)) {
-      EXPECT_EQ(resolved_isa(t.type, IsaLevel::Avx2), IsaLevel::Avx2) << t.name;
-      EXPECT_EQ(type_kernels(t.type, IsaLevel::Avx2).gemm_tile, t.avx2().gemm_tile) << t.name;
-    }
-    if (supported(IsaLevel::Avx512)) {
-      EXPECT_EQ(resolved_isa(t.type, IsaLevel::Avx512), IsaLevel::Avx512) << t.name;
-      EXPECT_EQ(type_kernels(t.type, IsaLevel::Avx512).gemm_tile, t.avx512().gemm_tile) << t.name;
-    } else {
-      EXPECT_LE(resolved_isa(t.type, IsaLevel::Avx512), max_supported_isa()) << t.name;
+    for (IsaLevel isa : supported_isa_levels()) {
+      const IsaLevel got = resolved_isa(t.type, isa);
+      EXPECT_TRUE(isa_supported(got) && isa_includes(isa, got)) << t.name << " " << isa_name(isa);
+      const bool own = isa == IsaLevel::Avx2 || isa == IsaLevel::Avx512 ||
+                       (isa == IsaLevel::AvxVnni && t.type != TensorType::Q2_K && t.type != TensorType::Q3_K);
+      if (own) {
+        EXPECT_EQ(got, isa) << t.name << " " << isa_name(isa);
+      }
     }
   }
 }
@@ -382,12 +347,9 @@ TEST(KQuantDot, RegistryServesEveryLevel) {
 // Zero activations (a zero Q8_K block) give exactly 0 whatever the weights.
 TEST(KQuantDot, ZeroActivationsGiveZero) {
   std::mt19937_64 rng(5);
-  for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (!supported(isa)) continue;
+  for (IsaLevel isa : supported_isa_levels()) {
     for (const KQuantType& t : kquant_types()) {
-      const TypeKernels& k = isa == IsaLevel::Scalar ? t.scalar()
-                             : isa == IsaLevel::Avx2 ? t.avx2()
-                                                     : t.avx512();
+      const TypeKernels& k = level_kernels(t, isa);
       const std::vector<uint8_t> w = random_blocks(t, 3, rng, false);
       const std::vector<uint8_t> a = quantize_q8_k(std::vector<float>(3 * kQK_K, 0.0f));
       EXPECT_EQ(k.vec_dot(3 * kQK_K, w.data(), a.data()), 0.0f) << t.name << " " << isa_name(isa);

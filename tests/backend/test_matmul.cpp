@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,7 @@ std::vector<MatmulCase> matmul_cases() {
       TensorType::MXFP4, TensorType::TQ1_0,   TensorType::TQ2_0, TensorType::IQ2_XXS, TensorType::IQ2_XS,
       TensorType::IQ2_S, TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ1_S,   TensorType::IQ1_M};
   for (TensorType t : types)
-    for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
+    for (IsaLevel isa : testing::arch_isa_levels()) {
       cases.push_back({t, isa, PackLayout::Rows});
       if (packable_type(t)) cases.push_back({t, isa, PackLayout::Interleaved});
     }
@@ -91,7 +92,7 @@ class Matmul : public ::testing::TestWithParam<MatmulCase> {
   void SetUp() override {
     // Levels the CPU lacks are skipped (test_backend's "ISA levels tested" line says which);
     // a listed type without kernels is a failure.
-    if (GetParam().isa > max_supported_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam().isa);
+    if (!isa_supported(GetParam().isa)) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam().isa);
     ASSERT_TRUE(has_type_kernels(GetParam().type)) << "no kernels for " << type_name(GetParam().type);
   }
   IsaGuard guard_;
@@ -170,39 +171,72 @@ TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
 
 // STRATA_ISA is read once per process, so each level runs this binary again with the variable
 // set and only the (otherwise disabled) probe below, which checks the level, the kernels it
-// resolves to and a matmul.
+// resolves to and a matmul. An unknown name keeps the best level.
 TEST(MatmulIsaEnv, ForcedLevelIsHonoured) {
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(len, 0);
   self[len] = '\0';
-  for (const char* level : {"scalar", "avx2", "avx512"}) {
-    const auto r =
-        strata::test::run_command({"/usr/bin/env", std::string("STRATA_ISA=") + level, self,
-                                   "--gtest_filter=MatmulIsaEnvProbe.*", "--gtest_also_run_disabled_tests"});
+  for (const char* level : {"scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm", "bogus"}) {
+    std::vector<std::string> argv = {"/usr/bin/env", std::string("STRATA_ISA=") + level};
+#ifdef STRATA_TEST_EMULATOR
+    // A cross-compiled test binary runs under its emulator (tests/CMakeLists.txt).
+    std::istringstream emulator(STRATA_TEST_EMULATOR);
+    for (std::string word; emulator >> word;) argv.push_back(word);
+#endif
+    argv.insert(argv.end(), {self, "--gtest_filter=MatmulIsaEnvProbe.*", "--gtest_also_run_disabled_tests"});
+    const auto r = strata::test::run_command(argv);
     EXPECT_EQ(r.exit_code, 0) << level << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << level << "\n" << r.out;
     EXPECT_EQ(r.out.find("SKIPPED"), std::string::npos) << level << "\n" << r.out;
+    if (std::string(level) == "bogus") {
+      EXPECT_NE(r.err.find("STRATA_ISA=bogus"), std::string::npos) << r.err;
+    }
   }
+}
+
+// The level a STRATA_ISA value must give, from the CPU's feature bits (cpu_features.h's table):
+// the named level if the CPU has everything it needs, else the next one down its chain.
+IsaLevel expected_level(const std::string& want) {
+  const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni &&
+                      f.avx512bf16 && f.avx512vbmi;
+  const bool vnni = avx2 && f.avxvnni;
+  const bool neon = f.neon, dot = neon && f.dotprod, i8mm = dot && f.i8mm;
+  if (want == "scalar") return IsaLevel::Scalar;
+  if (want == "avx2") return avx2 ? IsaLevel::Avx2 : IsaLevel::Scalar;
+  if (want == "avxvnni") return vnni ? IsaLevel::AvxVnni : expected_level("avx2");
+  if (want == "avx512") return avx512 ? IsaLevel::Avx512 : expected_level("avxvnni");
+  if (want == "neon") return neon ? IsaLevel::Neon : IsaLevel::Scalar;
+  if (want == "dotprod") return dot ? IsaLevel::NeonDotprod : expected_level("neon");
+  if (want == "i8mm") return i8mm ? IsaLevel::NeonI8mm : expected_level("dotprod");
+    // Unknown: the best of this CPU.
+#if defined(__aarch64__)
+  return expected_level("i8mm");
+#else
+  return expected_level("avx512");
+#endif
 }
 
 TEST(MatmulIsaEnvProbe, DISABLED_LevelFromEnvironment) {
   const char* env = std::getenv("STRATA_ISA");
   ASSERT_NE(env, nullptr) << "run by MatmulIsaEnv with STRATA_ISA set";
   const std::string want = env;
-  IsaLevel level = want == "scalar" ? IsaLevel::Scalar : want == "avx2" ? IsaLevel::Avx2 : IsaLevel::Avx512;
-  if (level > max_supported_isa()) level = max_supported_isa();
-  ASSERT_EQ(isa_level(), level);
-  const TypeKernels* expect[] = {&q4_0_kernels_scalar(), nullptr, nullptr};
-  if (level >= IsaLevel::Avx2) expect[1] = &q4_0_kernels_avx2();
-  if (level >= IsaLevel::Avx512) expect[2] = &q4_0_kernels_avx512();
-  EXPECT_EQ(&type_kernels(TensorType::Q4_0), expect[static_cast<int>(level)]);
-  // Auto packing interleaves exactly when the AVX-512 kernel of that layout is usable.
+  const IsaLevel level = expected_level(want);
+  ASSERT_EQ(isa_level(), level) << want;
+  // The registry serves that level's kernels (or those of a level below it on its chain).
+  const IsaLevel q4 = resolved_isa(TensorType::Q4_0, isa_level());
+  EXPECT_TRUE(isa_includes(level, q4)) << isa_name(q4);
+  EXPECT_EQ(&type_kernels(TensorType::Q4_0), &type_kernels(TensorType::Q4_0, q4));
+  // Auto packing interleaves exactly when a SIMD kernel set of that layout is usable (every
+  // level but scalar), and the interleaved kernels are the level's own.
   const int64_t n_in = 96, n_out = 21, n_tokens = 3;
   std::vector<uint8_t> w(row_bytes(TensorType::Q4_0, n_in) * n_out);
   fill_random_rows(TensorType::Q4_0, n_in, n_out, row_bytes(TensorType::Q4_0, n_in), w.data(), 5);
   auto pm = pack_matrix(TensorType::Q4_0, n_in, n_out, w.data());
-  EXPECT_EQ(pm->interleaved(), level == IsaLevel::Avx512);
+  EXPECT_EQ(pm->interleaved(), level != IsaLevel::Scalar);
+  EXPECT_EQ(packed_kernels(isa_level()).level, level);
   const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 6);
   std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
   ThreadPool pool(2);

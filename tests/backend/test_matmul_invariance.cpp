@@ -31,8 +31,7 @@ TEST_P(MatmulInvariance, OutputDoesNotDependOnBatchOrThreads) {
     testing::fill_random_rows(type, n_in, n_out, row_bytes(type, n_in), w.data(), 6);
 
   const IsaLevel saved = isa_level();
-  for (IsaLevel isa : {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::Avx512}) {
-    if (isa > max_supported_isa()) continue;
+  for (IsaLevel isa : supported_isa_levels()) {
     set_isa_level(isa);
     for (PackLayout layout : {PackLayout::Auto, PackLayout::Rows}) {
       auto pm = pack_matrix(type, n_in, n_out, w.data(), layout);

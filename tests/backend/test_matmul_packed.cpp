@@ -103,57 +103,131 @@ TEST_P(Packed, ActivationQuantizerMatchesRowQuantizer) {
     }
 }
 
-TEST_P(Packed, Avx512ActivationQuantizerIsBitIdentical) {
-  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Problem p(GetParam(), 33, 1, 8);
-  std::vector<int8_t> qs(p.act_qs.size());
-  std::vector<PackedActMeta> meta(p.act_meta.size());
-  for (int c = 0; c < kPackCols; ++c)
-    quantize_packed_act_avx512(p.x.data() + c * p.n_in, p.nb(), packed_zero_point(p.type), qs.data() + c * 32,
-                               kPackCols * 32, meta.data() + c, kPackCols);
-  EXPECT_EQ(qs, p.act_qs);
-  EXPECT_EQ(std::memcmp(meta.data(), p.act_meta.data(), meta.size() * sizeof(PackedActMeta)), 0);
-}
-
-// Every token count 1..12 and row count 1..16 (the last group's); rows past n_rows untouched.
-TEST_P(Packed, Avx512KernelMatchesScalarForAllShapes) {
-  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Problem p(GetParam(), 9, kPackRows, 12);
-  const TensorType at = type_kernels(p.type, IsaLevel::Scalar).vec_dot_type;
-  std::vector<float> ref(kPackCols * kPackRows);
-  packed_gemm_scalar(p.type, p.group(0), p.nb(), p.tile(), kPackCols, ref.data(), kPackRows, kPackRows);
-  for (int nc = 1; nc <= kPackCols; ++nc)
-    for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
-      const size_t ys = kPackRows + 3;
-      std::vector<float> y(ys * kPackCols, -777.0f);
-      packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), nc, y.data(), ys, n_rows);
-      for (int c = 0; c < kPackCols; ++c)
-        for (int r = 0; r < static_cast<int>(ys); ++r) {
-          if (c >= nc || r >= n_rows) {
-            ASSERT_EQ(y[c * ys + r], -777.0f) << nc << " tokens, " << n_rows << " rows";
-            continue;
-          }
-          const auto exact = ref_dot_rows(p.type, p.row(r), at, p.act_row(c), p.n_in);
-          ASSERT_NEAR(y[c * ys + r], ref[c * kPackRows + r], dot_tolerance(2 * p.nb(), exact.abs_sum))
-              << nc << " tokens, " << n_rows << " rows: element " << r << "," << c;
-        }
-    }
-}
-
-// Batch invariance (kernels.h): a token's outputs have the same bits in a tile of 1 or of 12.
-TEST_P(Packed, Avx512TokenCountDoesNotChangeResultBits) {
-  if (max_supported_isa() < IsaLevel::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Problem p(GetParam(), 17, kPackRows, 13);
-  std::vector<float> full(kPackCols * kPackRows), one(kPackRows);
-  packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), kPackCols, full.data(), kPackRows, kPackRows);
-  packed_gemm_avx512(p.type, p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
-  EXPECT_EQ(std::memcmp(one.data(), full.data(), sizeof(float) * kPackRows), 0);
-}
-
 INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed,
                          ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
                                            TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL),
                          [](const auto& info) { return std::string(type_name(info.param)); });
+
+// The SIMD kernel sets of the layout, one per ISA level of this architecture.
+struct LevelCase {
+  TensorType type;
+  IsaLevel isa;
+};
+
+std::vector<LevelCase> level_cases() {
+  std::vector<LevelCase> out;
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                       TensorType::Q8_0, TensorType::IQ4_NL})
+    for (IsaLevel isa : testing::arch_simd_levels()) out.push_back({t, isa});
+  return out;
+}
+
+class PackedLevel : public ::testing::TestWithParam<LevelCase> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam().isa)) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam().isa);
+    // Every SIMD level has its own kernel set for the layout.
+    ASSERT_EQ(packed_kernels(GetParam().isa).level, GetParam().isa);
+  }
+  const PackedKernelSet& kernels() const { return packed_kernels(GetParam().isa); }
+};
+
+TEST_P(PackedLevel, ActivationQuantizerIsBitIdentical) {
+  for (int64_t nb : {1, 31, 33}) {
+    const Problem p(GetParam().type, nb, 1, 8 + static_cast<uint32_t>(nb));
+    // Unaligned input: one float past an aligned copy.
+    std::vector<float> x(p.x.size() + 1);
+    std::memcpy(x.data() + 1, p.x.data(), p.x.size() * sizeof(float));
+    std::vector<int8_t> qs(p.act_qs.size());
+    std::vector<PackedActMeta> meta(p.act_meta.size());
+    for (int c = 0; c < kPackCols; ++c)
+      kernels().quantize(x.data() + 1 + c * p.n_in, p.nb(), packed_zero_point(p.type), qs.data() + c * 32,
+                         kPackCols * 32, meta.data() + c, kPackCols);
+    EXPECT_EQ(qs, p.act_qs) << nb << " blocks";
+    EXPECT_EQ(std::memcmp(meta.data(), p.act_meta.data(), meta.size() * sizeof(PackedActMeta)), 0)
+        << nb << " blocks";
+  }
+}
+
+// Every token count 1..12 and row count 1..16 (the last group's), unaligned weights,
+// activations and outputs; rows and tokens past the call's untouched.
+TEST_P(PackedLevel, KernelMatchesScalarForAllShapes) {
+  for (int64_t nb : {1, 9, 33}) {
+    const Problem p(GetParam().type, nb, kPackRows, 12 + static_cast<uint32_t>(nb));
+    const TensorType at = type_kernels(p.type, IsaLevel::Scalar).vec_dot_type;
+    std::vector<float> ref(kPackCols * kPackRows);
+    packed_gemm_scalar(p.type, p.group(0), p.nb(), p.tile(), kPackCols, ref.data(), kPackRows, kPackRows);
+    // Copies one byte past alignment.
+    const size_t wbytes = static_cast<size_t>(p.nb()) * packed_block_bytes(p.type);
+    std::vector<uint8_t> wbuf(wbytes + 1);
+    std::memcpy(wbuf.data() + 1, p.group(0), wbytes);
+    std::vector<int8_t> qbuf(p.act_qs.size() + 3);
+    std::memcpy(qbuf.data() + 3, p.act_qs.data(), p.act_qs.size());
+    const PackedActTile tile{qbuf.data() + 3, p.act_meta.data()};
+    for (int nc = 1; nc <= kPackCols; ++nc)
+      for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
+        const size_t ys = kPackRows + 3;
+        std::vector<float> y(ys * kPackCols + 1, -777.0f);
+        kernels().gemm(p.type, wbuf.data() + 1, p.nb(), tile, nc, y.data() + 1, ys, n_rows);
+        for (int c = 0; c < kPackCols; ++c)
+          for (int r = 0; r < static_cast<int>(ys); ++r) {
+            const float got = y[1 + c * ys + r];
+            if (c >= nc || r >= n_rows) {
+              ASSERT_EQ(got, -777.0f) << nc << " tokens, " << n_rows << " rows";
+              continue;
+            }
+            const auto exact = ref_dot_rows(p.type, p.row(r), at, p.act_row(c), p.n_in);
+            ASSERT_NEAR(got, ref[c * kPackRows + r], dot_tolerance(2 * p.nb(), exact.abs_sum))
+                << nb << " blocks, " << nc << " tokens, " << n_rows << " rows: element " << r << "," << c;
+          }
+      }
+  }
+}
+
+// Batch invariance (kernels.h): a token's outputs have the same bits whatever the tile's token
+// count, the token's slot in it and the number of rows of the call.
+TEST_P(PackedLevel, ResultBitsDoNotDependOnTileShapeOrSlot) {
+  const Problem p(GetParam().type, 17, kPackRows, 13);
+  // One tile with token 0's activations in every slot.
+  std::vector<int8_t> qs(p.act_qs.size());
+  std::vector<PackedActMeta> meta(p.act_meta.size());
+  for (int64_t b = 0; b < p.nb(); ++b)
+    for (int c = 0; c < kPackCols; ++c) {
+      std::memcpy(qs.data() + (b * kPackCols + c) * 32, p.act_qs.data() + b * kPackCols * 32, 32);
+      meta[static_cast<size_t>(b * kPackCols + c)] = p.act_meta[static_cast<size_t>(b * kPackCols)];
+    }
+  const PackedActTile same{qs.data(), meta.data()};
+  std::vector<float> one(kPackRows);
+  kernels().gemm(p.type, p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
+  for (int nc = 1; nc <= kPackCols; ++nc) {
+    std::vector<float> y(kPackCols * kPackRows);
+    kernels().gemm(p.type, p.group(0), p.nb(), same, nc, y.data(), kPackRows, kPackRows);
+    for (int c = 0; c < nc; ++c)
+      ASSERT_EQ(std::memcmp(y.data() + c * kPackRows, one.data(), sizeof(float) * kPackRows), 0)
+          << nc << " tokens, slot " << c;
+    // The first 5 rows alone (a partial last group).
+    std::vector<float> part(kPackCols * kPackRows, 0.0f);
+    kernels().gemm(p.type, p.group(0), p.nb(), same, nc, part.data(), kPackRows, 5);
+    ASSERT_EQ(std::memcmp(part.data(), one.data(), sizeof(float) * 5), 0) << nc << " tokens, 5 rows";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, PackedLevel, ::testing::ValuesIn(level_cases()),
+                         [](const ::testing::TestParamInfo<LevelCase>& info) {
+                           return std::string(type_name(info.param.type)) + "_" + isa_name(info.param.isa);
+                         });
+
+// Every level resolves to a kernel set the CPU supports and the level includes.
+TEST(PackedKernels, EveryLevelResolvesToASupportedSet) {
+  for (IsaLevel isa : testing::arch_isa_levels()) {
+    const IsaLevel got = packed_kernels(isa).level;
+    EXPECT_TRUE(isa_supported(got)) << isa_name(isa);
+    EXPECT_TRUE(isa_includes(isa, got)) << isa_name(isa);
+    if (isa_supported(isa)) {
+      EXPECT_EQ(got, isa) << isa_name(isa);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace strata::cpu

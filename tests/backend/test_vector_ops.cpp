@@ -14,8 +14,8 @@ namespace {
 
 std::vector<IsaLevel> levels() {
   std::vector<IsaLevel> out = {IsaLevel::Scalar};
-  if (max_supported_isa() >= IsaLevel::Avx2) out.push_back(IsaLevel::Avx2);
-  if (max_supported_isa() >= IsaLevel::Avx512) out.push_back(IsaLevel::Avx512);
+  if (isa_supported(IsaLevel::Avx2)) out.push_back(IsaLevel::Avx2);
+  if (isa_supported(IsaLevel::Avx512)) out.push_back(IsaLevel::Avx512);
   return out;
 }
 

@@ -29,9 +29,9 @@ struct Level {
 
 std::vector<Level> levels() {
   std::vector<Level> v = {{"scalar", IsaLevel::Scalar, gemm_f32_scalar, gemm_f64_scalar}};
-  if (max_supported_isa() >= IsaLevel::Avx2)
+  if (isa_supported(IsaLevel::Avx2))
     v.push_back({"avx2", IsaLevel::Avx2, gemm_f32_avx2, gemm_f64_avx2});
-  if (max_supported_isa() >= IsaLevel::Avx512)
+  if (isa_supported(IsaLevel::Avx512))
     v.push_back({"avx512", IsaLevel::Avx512, gemm_f32_avx512, gemm_f64_avx512});
   return v;
 }

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/kernels.h"
 #include "common/fixtures.h"
+#include "core/cpu_features.h"
 
 namespace strata {
 namespace {
@@ -35,6 +37,20 @@ TEST(BenchCli, SingleStreamJsonHasPpTgAndBandwidth) {
   EXPECT_EQ(j["tg"]["n_tokens"], 16);
   EXPECT_GT(j["bandwidth"]["machine_gbps"].get<double>(), 0.0);
   EXPECT_GT(j["bandwidth"]["fraction"].get<double>(), 0.0);
+  // The kernel set that ran (the child inherits STRATA_ISA, so its level is this process's): an
+  // F32 model's matrices use the row kernels of the level F32 resolves to.
+  EXPECT_EQ(j["isa"], isa_name(isa_level()));
+  ASSERT_EQ(j["kernels"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["kernels"][0], std::string(type_name(TensorType::F32)) + " rows " +
+                                 isa_name(cpu::resolved_isa(TensorType::F32, isa_level())));
+  if (isa_level() == IsaLevel::Scalar) {
+    EXPECT_FALSE(j.contains("peak")) << "the scalar level has no peak kernels";
+  } else {
+    ASSERT_TRUE(j.contains("peak")) << j.dump();
+    EXPECT_EQ(j["peak"]["level"], isa_name(isa_level()));
+    EXPECT_GT(j["peak"]["f32_gflops"].get<double>(), 0.0);
+    EXPECT_GT(j["peak"]["prefill_layer_gops"].get<double>(), 0.0);
+  }
 }
 
 TEST(BenchCli, ParallelDecodeReportsEachSequenceCount) {

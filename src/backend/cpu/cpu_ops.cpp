@@ -3,13 +3,24 @@
 
 namespace strata::cpu {
 
-const OpKernels& op_kernels_scalar() { return kOpKernels; }
+const OpKernels& op_kernels_scalar() {
+  return kOpKernels;
+}
 
+// The op kernels have no integer dot products, so the AVX-VNNI level runs the AVX2 build; on
+// aarch64 the baseline build (NEON is part of armv8-a, the compiler vectorizes with it) serves
+// every level.
 const OpKernels& op_kernels(IsaLevel isa) {
-  switch (isa) {
-    case IsaLevel::Avx512: return op_kernels_avx512();
-    case IsaLevel::Avx2: return op_kernels_avx2();
-    case IsaLevel::Scalar: break;
+  switch (clamp_isa(isa)) {
+#if defined(__x86_64__)
+    case IsaLevel::Avx512:
+      return op_kernels_avx512();
+    case IsaLevel::AvxVnni:
+    case IsaLevel::Avx2:
+      return op_kernels_avx2();
+#endif
+    default:
+      break;
   }
   return op_kernels_scalar();
 }

@@ -45,12 +45,15 @@ const TypeKernels& q3_k_kernels_avx2();
 const TypeKernels& q3_k_kernels_avx512();
 const TypeKernels& q4_k_kernels_scalar();
 const TypeKernels& q4_k_kernels_avx2();
+const TypeKernels& q4_k_kernels_avxvnni();
 const TypeKernels& q4_k_kernels_avx512();
 const TypeKernels& q5_k_kernels_scalar();
 const TypeKernels& q5_k_kernels_avx2();
+const TypeKernels& q5_k_kernels_avxvnni();
 const TypeKernels& q5_k_kernels_avx512();
 const TypeKernels& q6_k_kernels_scalar();
 const TypeKernels& q6_k_kernels_avx2();
+const TypeKernels& q6_k_kernels_avxvnni();
 const TypeKernels& q6_k_kernels_avx512();
 
 // IQ, ternary and MXFP4 types (dot_<type>*.cpp).

@@ -9,15 +9,18 @@
 //  1. Each (weight type, ISA level) pair that has an implementation defines one getter
 //         const TypeKernels& <type>_kernels_<isa>();
 //     with <type> the lower-case GGUF type name (f32, f16, bf16, q4_0, ..., q4_k, q6_k) and <isa>
-//     one of scalar / avx2 / avx512, e.g. `const TypeKernels& q4_k_kernels_avx2();`, in the file
-//     dot_<type>.cpp, dot_<type>_avx2.cpp or dot_<type>_avx512.cpp (namespace strata::cpu).
+//     one of scalar / avx2 / avxvnni / avx512 (x86-64) / neon / dotprod / i8mm (aarch64), e.g.
+//     `const TypeKernels& q4_k_kernels_avx2();`, in the file dot_<type>.cpp or
+//     dot_<type>_<isa>.cpp (namespace strata::cpu; the ISA files of the other architecture are
+//     not compiled, see cmake/StrataLayer.cmake).
 //     The getter must only return a constant-initialised object (`static constexpr TypeKernels`):
 //     the registry never calls a getter of an ISA level the CPU lacks, but the getter's own code
 //     is compiled for that ISA.
 //  2. All getters are declared in kernel_decls.h.
 //  3. kernel_registry.cpp lists, per weight type, the getters that exist (nullptr for a missing
-//     level). type_kernels() returns the best listed level <= the requested one, so a type with
-//     only a scalar and an AVX2 implementation runs its AVX2 kernels on an AVX-512 machine.
+//     level). type_kernels() walks down the requested level's chain (core/cpu_features.h) to the
+//     first listed level the CPU supports, so a type with only a scalar and an AVX2
+//     implementation runs its AVX2 kernels at the avxvnni and avx512 levels.
 //  4. The scalar getter is mandatory: it is the ground truth of the tests.
 // The activation quantizers (from_float) shared by several types are declared in kernel_decls.h
 // as quantize_row_<type>_<isa>() so other kernel files can reuse them.

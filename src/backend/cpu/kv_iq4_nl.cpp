@@ -51,12 +51,14 @@ const TypeKernels& kv_key_kernels(KvType type, IsaLevel isa) {
     case KvType::Q5_1:
       return type_kernels(TensorType::Q5_1, isa);
     case KvType::IQ4_NL:
-      switch (std::min(isa, max_supported_isa())) {
+      switch (clamp_isa(isa)) {
         case IsaLevel::Avx512:
           return kv_iq4_nl_kernels_avx512();
+        case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here
         case IsaLevel::Avx2:
           return kv_iq4_nl_kernels_avx2();
         case IsaLevel::Scalar:
+        default:  // the scalar reference (aarch64 levels included)
           break;
       }
       return kv_iq4_nl_kernels_scalar();

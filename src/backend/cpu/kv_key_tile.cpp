@@ -42,12 +42,14 @@ const KvKeyTileKernels& kv_key_tile_kernels_scalar() {
 }
 
 const KvKeyTileKernels& kv_key_tile_kernels(IsaLevel isa) {
-  switch (std::min(isa, max_supported_isa())) {
+  switch (clamp_isa(isa)) {
     case IsaLevel::Avx512:
       return kv_key_tile_kernels_avx512();
+    case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here
     case IsaLevel::Avx2:
       return kv_key_tile_kernels_avx2();
     case IsaLevel::Scalar:
+    default:  // the scalar reference (aarch64 levels included)
       break;
   }
   return kv_key_tile_kernels_scalar();

@@ -205,9 +205,9 @@ void matmul_rows(ThreadPool& pool, const PackedMatrix& w, const float* x, float*
 }
 
 void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, int64_t n_tokens) {
-  const bool simd = isa_level() >= IsaLevel::Avx512;
-  const PackedGemmFn gemm = simd ? packed_gemm_avx512 : packed_gemm_scalar;
-  const PackedActQuantizer quantize = simd ? quantize_packed_act_avx512 : quantize_packed_act_scalar;
+  const PackedKernelSet& kernels = packed_kernels(isa_level());
+  const PackedGemmFn gemm = kernels.gemm;
+  const PackedActQuantizer quantize = kernels.quantize;
   const int64_t n_in = w.n_in(), n_out = w.n_out(), nb = n_in / 32;
   const int64_t n_groups = ceil_div(n_out, kPackRows), n_tiles = ceil_div(n_tokens, kPackCols);
   const size_t tile_qs = static_cast<size_t>(nb) * kPackCols * 32;
@@ -249,6 +249,12 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   });
 }
 
+// Auto packs the interleaved copy where a SIMD level has kernels for it (every level but
+// scalar), else a copy of the rows.
+bool auto_interleaves(TensorType type) {
+  return packable_type(type) && packed_kernels(isa_level()).level != IsaLevel::Scalar;
+}
+
 }  // namespace
 
 PackedMatrix::~PackedMatrix() {
@@ -266,10 +272,10 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   const bool packable = packable_type(type);
   if (layout == PackLayout::Interleaved && !packable)
     STRATA_THROW("weight type ", type_name(type), " has no interleaved layout");
-  // Auto: the interleaved copy where the AVX-512 kernels can use it, else a copy of the rows in
-  // huge pages (decode reads rows of 4 KiB pages ~30% slower: each page is a separate stream for
-  // the hardware prefetcher).
-  const bool copy_rows = layout == PackLayout::Auto && !(packable && isa_level() >= IsaLevel::Avx512);
+  // Auto: the interleaved copy where a SIMD level has kernels for it (every level but scalar),
+  // else a copy of the rows in huge pages (decode reads rows of 4 KiB pages ~30% slower: each
+  // page is a separate stream for the hardware prefetcher).
+  const bool copy_rows = layout == PackLayout::Auto && !auto_interleaves(type);
   if (layout == PackLayout::Auto) layout = copy_rows ? PackLayout::Rows : PackLayout::Interleaved;
 
   std::unique_ptr<PackedMatrix> m(new PackedMatrix());
@@ -330,6 +336,16 @@ void matmul(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, i
     matmul_interleaved(pool, w, x, y, n_tokens);
   else
     matmul_rows(pool, w, x, y, n_tokens);
+}
+
+IsaLevel matmul_kernel_level(const PackedMatrix& w) {
+  return w.interleaved() ? packed_kernels(isa_level()).level : resolved_isa(w.type(), isa_level());
+}
+
+std::string matmul_kernel_description(TensorType type) {
+  const bool interleaved = auto_interleaves(type);
+  const IsaLevel level = interleaved ? packed_kernels(isa_level()).level : resolved_isa(type, isa_level());
+  return std::string(type_name(type)) + (interleaved ? " interleaved " : " rows ") + isa_name(level);
 }
 
 }  // namespace strata::cpu

@@ -12,9 +12,9 @@
 //    default, a copy of it in transparent huge pages, which decode streams ~30% faster than 4 KiB
 //    pages (each 4 KiB page is a separate stream for the hardware prefetcher).
 //  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and
-//    IQ4_NL in
-//    which 16 rows are interleaved 4 bytes at a time (packed_kernels.h), so one AVX-512 register
-//    holds the same 4 quants of 16 rows and one vpdpbusd does 16 rows x 4 elements for a token.
+//    IQ4_NL in which 16 rows are interleaved 4 bytes at a time (packed_kernels.h), so one register
+//    holds the same 4 quants of 16 rows (AVX-512), 8 rows (AVX2 / AVX-VNNI) or 4 rows (NEON) and
+//    one activation broadcast feeds all of them. The layout is the same at every ISA level.
 // A copy has exactly the source's size; the source pages are not touched afterwards, so the
 // page cache can drop them (the memory cost is the copy, owned_bytes()).
 #pragma once
@@ -22,7 +22,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
+#include "core/cpu_features.h"
 #include "core/tensor_type.h"
 
 namespace strata {
@@ -84,10 +86,18 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
                                           PackLayout layout = PackLayout::Auto);
 
 // y[t, o] = sum_i w[o, i] * x[t, i]. Kernels follow the ISA level at the time of the call
-// (an Interleaved matrix uses its scalar reference kernel below AVX-512).
+// (an Interleaved matrix uses its scalar reference kernel at the scalar level).
 void matmul(ThreadPool& pool, const PackedMatrix& w,
             const float* x,  // [n_tokens, n_in]
             float* y,        // [n_tokens, n_out]
             int64_t n_tokens);
+
+// The ISA level whose kernels matmul() runs for `w` at the current level: the interleaved set's
+// (packed_kernels.h) or the row kernels' (kernels.h), each the current level or the one it falls
+// back to.
+IsaLevel matmul_kernel_level(const PackedMatrix& w);
+// The kernels a weight of `type` packed now with PackLayout::Auto runs, for logs and `strata
+// bench`: "q4_0 interleaved avx2", "q6_K rows avxvnni" (type_name). `type` must have CPU kernels.
+std::string matmul_kernel_description(TensorType type);
 
 }  // namespace strata::cpu

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cpu_features.h"
 #include "core/tensor_type.h"
 
 namespace strata::cpu {
@@ -59,21 +60,50 @@ struct PackedActTile {
 };
 
 // x: [n_blocks * 32] f32 of one token -> its slots: block b's quants at qs + b * qs_block_stride,
-// its meta at meta[b * meta_block_stride].
+// its meta at meta[b * meta_block_stride]. Every level's quantizer is bit-identical to the scalar
+// one (same amax, same d, same x * (1 / d) rounded to nearest even).
 using PackedActQuantizer = void (*)(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                     size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
 void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                 size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
+void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                              size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
 void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                 size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
+void quantize_packed_act_neon(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                              size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride);
 
 // y[c * y_stride + r] = dot(row r of the group, token c) for r < n_rows (<= 16), c < nc
 // (<= kPackCols). w: one group ([nb] packed blocks); a: the token tile.
+// Batch invariance (kernels.h): at one level, an output's bits do not depend on nc, n_rows or the
+// token's slot in the tile.
 using PackedGemmFn = void (*)(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                               float* y, size_t y_stride, int n_rows);
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows);
+// AVX2 (vpmaddubsw, no VNNI), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
+void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                      size_t y_stride, int n_rows);
+void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                         float* y, size_t y_stride, int n_rows);
 void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows);
+// aarch64: NEON (smull/sadalp), DotProd (sdot by lane), I8MM (usmmla 2x8 by 8x2 tiles).
+void packed_gemm_neon(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                      size_t y_stride, int n_rows);
+void packed_gemm_dotprod(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                         float* y, size_t y_stride, int n_rows);
+void packed_gemm_i8mm(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                      size_t y_stride, int n_rows);
+
+// The interleaved kernels of one ISA level.
+struct PackedKernelSet {
+  IsaLevel level;
+  PackedActQuantizer quantize;
+  PackedGemmFn gemm;
+};
+// The set for `isa`: its own level's, else the first one below it on its chain that the CPU
+// supports (the scalar set at the bottom).
+const PackedKernelSet& packed_kernels(IsaLevel isa);
 
 }  // namespace strata::cpu

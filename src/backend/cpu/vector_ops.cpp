@@ -8,12 +8,14 @@ const VectorKernels& vector_kernels_scalar() {
 }
 
 const VectorKernels& vector_kernels(IsaLevel isa) {
-  switch (isa) {
+  switch (clamp_isa(isa)) {
     case IsaLevel::Avx512:
       return vector_kernels_avx512();
+    case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here
     case IsaLevel::Avx2:
       return vector_kernels_avx2();
     case IsaLevel::Scalar:
+    default:  // the scalar reference (aarch64 levels included)
       break;
   }
   return vector_kernels_scalar();

@@ -1,0 +1,301 @@
+// AVX2 kernels of the interleaved layout (packed_kernels.h) for CPUs without VNNI, and the AVX2
+// activation quantizer of that layout (also used by the AVX-VNNI level).
+//
+// One ymm register holds the same 4 quants of 8 rows (one half of a 64-byte chunk of a 16-row
+// group), so one 4-byte activation broadcast feeds 8 rows. Without vpdpbusd the int8 products
+// come from vpmaddubsw (u8 x s8 -> int16 pair sums, saturating) and vpmaddwd (-> int32):
+//  - 4/5-bit types (Q4_0, Q4_1, Q5_0, Q5_1): the weights are small unsigned values, so the int16
+//    pair sums of several chunks are added in int16 before one vpmaddwd: |pair| <= 2 * 15 * 127
+//    = 3810, so all 8 chunks of a Q4 block fit (30480 <= 32767); 5-bit ones (<= 7874) are
+//    flushed every 4 chunks. The zero point is removed by the activation's bias (-zp * sum(a)),
+//    the integer accumulator's start value, as on AVX-512.
+//  - Q8_0 and IQ4_NL: signed weights up to 8 bits, so the sign trick (|w| * sign(a, w)) keeps
+//    the unsigned operand <= 128 and each chunk's int16 pairs (<= 32512) go to int32 at once.
+// The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators,
+// one FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how
+// many tokens or rows share its call (batch invariance, kernels.h).
+// Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
+// unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
+#include <immintrin.h>
+
+#include <bit>
+#include <cstring>
+
+#include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/simd_avx2.h"
+#include "core/check.h"
+#include "quant/iq_tables.h"
+
+namespace strata::cpu {
+namespace {
+
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+
+template <Kind K>
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
+template <Kind K>
+constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
+template <Kind K>
+constexpr bool kSigned = K == Kind::Q8_0 || K == Kind::IQ4_NL;  // sign trick, no zero point
+template <Kind K>
+constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
+                               : K == Kind::Q4_1                    ? 320
+                               : K == Kind::Q5_0                    ? 352
+                               : K == Kind::Q5_1                    ? 384
+                                                                    : 544;
+template <Kind K>
+constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;  // after d[16] (and m[16])
+// Tokens per register tile (8 rows): int16 + int32/float accumulators must fit beside the weights.
+template <Kind K>
+constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
+constexpr int kPrefetchBytes = 1024;  // decode: how far ahead of the current block to prefetch
+
+static inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The quants of element group j (elements 4j..4j+3, j = 0..7) of the 8 rows of half h of one
+// packed block: unsigned for the 4/5-bit kinds (u = q, 0..31), signed values for Q8_0 / IQ4_NL.
+// For the 4-bit layouts group j < 4 is the low nibbles of chunk j, group j + 4 its high nibbles.
+template <Kind K>
+struct Unpacked {
+  __m256i lo, hi;  // groups k and k + 4 (4-bit kinds); Q8_0: groups 2k' and 2k' + 1
+};
+
+template <Kind K>
+static inline Unpacked<K> unpack_pair(const uint8_t* qs, int k, int h) {
+  Unpacked<K> u;
+  if constexpr (K == Kind::Q8_0) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // stored as q + 128
+    u.lo = _mm256_xor_si256(loadu_256(qs + 64 * (2 * k) + 32 * h), flip);
+    u.hi = _mm256_xor_si256(loadu_256(qs + 64 * (2 * k + 1) + 32 * h), flip);
+  } else {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i p = loadu_256(qs + 64 * k + 32 * h);
+    u.lo = _mm256_and_si256(p, m4);
+    u.hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+    if constexpr (K == Kind::IQ4_NL) {
+      const __m256i table =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+      u.lo = _mm256_shuffle_epi8(table, u.lo);
+      u.hi = _mm256_shuffle_epi8(table, u.hi);
+    }
+    if constexpr (kHasQh<K>) {  // bit 4r+i of mask j: the fifth bit of element 4j+i of row r
+      const __m256i b16 = _mm256_set1_epi8(16);
+      uint32_t mlo, mhi;
+      std::memcpy(&mlo, qs + 256 + 8 * k + 4 * h, 4);
+      std::memcpy(&mhi, qs + 256 + 8 * (k + 4) + 4 * h, 4);
+      u.lo = _mm256_or_si256(u.lo, _mm256_and_si256(bits_to_bytes(mlo), b16));
+      u.hi = _mm256_or_si256(u.hi, _mm256_and_si256(bits_to_bytes(mhi), b16));
+    }
+  }
+  return u;
+}
+
+// Activation group offsets of the two halves of Unpacked pair k.
+template <Kind K>
+constexpr int lo_group(int k) {
+  return K == Kind::Q8_0 ? 2 * k : k;
+}
+template <Kind K>
+constexpr int hi_group(int k) {
+  return K == Kind::Q8_0 ? 2 * k + 1 : k + 4;
+}
+
+// The exact integer dot products of one block for NH halves x NC tokens, added to acc (which
+// starts at the bias or zero). aq: token 0's 32 quants of this block, tokens 32 bytes apart.
+template <Kind K, int NH, int NC>
+static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  if constexpr (kSigned<K>) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        const Unpacked<K> u = unpack_pair<K>(qs, k, h0 + h);
+        const __m256i alo = _mm256_sign_epi8(u.lo, u.lo), ahi = _mm256_sign_epi8(u.hi, u.hi);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) {
+          const __m256i plo =
+              _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * lo_group<K>(k)), u.lo));
+          const __m256i phi =
+              _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * hi_group<K>(k)), u.hi));
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(plo, ones));
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(phi, ones));
+        }
+      }
+  } else {
+    // Chunks summed in int16 between flushes: all 4 pairs (8 groups) for 4-bit, 2 pairs for 5-bit.
+    constexpr int kPairsPerFlush = kHasQh<K> ? 2 : 4;
+#pragma GCC unroll 2
+    for (int k0 = 0; k0 < 4; k0 += kPairsPerFlush) {
+      __m256i s16[NH][NC];
+#pragma GCC unroll 4
+      for (int k = k0; k < k0 + kPairsPerFlush; ++k)
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; ++h) {
+          const Unpacked<K> u = unpack_pair<K>(qs, k, h0 + h);
+#pragma GCC unroll 4
+          for (int c = 0; c < NC; ++c) {
+            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, bcast4(aq + 32 * c + 4 * k)),
+                                               _mm256_maddubs_epi16(u.hi, bcast4(aq + 32 * c + 16 + 4 * k)));
+            s16[h][c] = k == k0 ? p : _mm256_add_epi16(s16[h][c], p);
+          }
+        }
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c)
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
+    }
+  }
+}
+
+// y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
+// group. aq / am: the tile's first token of this call (token c at +32c / +c).
+template <Kind K, int NH, int NC>
+void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
+          size_t y_stride, int n_rows) {
+  __m256 accf[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+    if constexpr (NC == 1) {  // decode streams the weights: fetch ahead of the hardware prefetcher
+#pragma GCC unroll 9
+      for (size_t off = 0; off < kBlockBytes<K>; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
+    }
+    __m256i acc[NH][NC];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        acc[h][c] = kHasMin<K> || kSigned<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+    block_sums<K, NH, NC>(acc, w + kQsOffset<K>, h0, aq);
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * (h0 + h))));
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) {
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
+      }
+      if constexpr (kHasMin<K>) {
+        const __m256 mw =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 16 * (h0 + h))));
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c)
+          accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const int rows = n_rows - 8 * (h0 + h);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      float* out = y + c * y_stride + 8 * (h0 + h);
+      if (rows >= 8) {
+        _mm256_storeu_ps(out, accf[h][c]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, accf[h][c]);
+        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
+      }
+    }
+  }
+}
+
+// One group x nc tokens: decode (one token) does both halves in one pass; otherwise each half
+// in register tiles of kTileTokens tokens.
+template <Kind K>
+void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
+                  int n_rows) {
+  const int n_halves = n_rows > 8 ? 2 : 1;
+  if (nc == 1) {
+    if (n_halves == 2)
+      tile<K, 2, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows);
+    else
+      tile<K, 1, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows);
+    return;
+  }
+  constexpr int T = kTileTokens<K>;
+  for (int c0 = 0; c0 < nc; c0 += T) {
+    const int n = nc - c0 < T ? nc - c0 : T;
+    const int8_t* aq = a.qs + 32 * c0;
+    const PackedActMeta* am = a.meta + c0;
+    float* yc = y + c0 * y_stride;
+    for (int h = 0; h < n_halves; ++h) {
+      switch (n) {
+        case 1:
+          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 2:
+          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 3:
+          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        default:
+          if constexpr (T >= 4) tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                      size_t y_stride, int n_rows) {
+  STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  switch (type) {
+    case TensorType::Q4_0:
+      return group_kernel<Kind::Q4_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q4_1:
+      return group_kernel<Kind::Q4_1>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q5_0:
+      return group_kernel<Kind::Q5_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q5_1:
+      return group_kernel<Kind::Q5_1>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q8_0:
+      return group_kernel<Kind::Q8_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::IQ4_NL:
+      return group_kernel<Kind::IQ4_NL>(w, nb, a, nc, y, y_stride, n_rows);
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
+  }
+}
+
+void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
+                              size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n_blocks; ++b, x += 32) {
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    const __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                      _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    const float d = hmax_f32x8(amax) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, id));  // MXCSR default: nearest even
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
+    const int sum = hsum_i32x8(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+    // The packs work per 128-bit lane; the permutation restores element order.
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + static_cast<size_t>(b) * qs_block_stride), ordered);
+    PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
+    m.d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    m.extra = zero_point != 0 ? -zero_point * sum
+                              : std::bit_cast<int32_t>(_cvtsh_ss(
+                                    _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+
+}  // namespace strata::cpu

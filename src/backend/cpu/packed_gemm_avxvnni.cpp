@@ -1,0 +1,215 @@
+// AVX-VNNI kernels of the interleaved layout (packed_kernels.h): the AVX-512 scheme on 256-bit
+// registers, for CPUs with VEX vpdpbusd but no AVX-512 (Alder Lake and later clients; also
+// Sapphire Rapids and Zen 5 when STRATA_ISA=avxvnni).
+//
+// One ymm register holds the same 4 quants of 8 rows as unsigned bytes u (the 4/5-bit quants,
+// q + 128 for Q8_0, the IQ4_NL value + 128), so `vpdpbusd acc, w, bcast(a[4j..4j+3])` adds 4
+// exact products to 8 rows' int32 sums for one token. The integer accumulator starts at the
+// activation's bias -zero_point * sum(a), which removes the weights' zero point for free; once
+// per block it is scaled by d_w * d_a into a float accumulator (one FMA per 8 rows and token, in
+// block order: batch invariant, kernels.h). The activations come from the AVX2 quantizer.
+// Tiles: 16 rows x up to 3 tokens (6 independent vpdpbusd chains); decode splits each token's
+// chain in two (the vpdpbusd latency would bound it otherwise) and prefetches.
+#include <immintrin.h>
+
+#include <bit>
+#include <cstring>
+
+#include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/simd_avx2.h"
+#include "core/check.h"
+#include "quant/iq_tables.h"
+
+namespace strata::cpu {
+namespace {
+
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+
+template <Kind K>
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
+template <Kind K>
+constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
+template <Kind K>
+constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
+                               : K == Kind::Q4_1                    ? 320
+                               : K == Kind::Q5_0                    ? 352
+                               : K == Kind::Q5_1                    ? 384
+                                                                    : 544;
+template <Kind K>
+constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;
+constexpr int kTileTokens = 3;
+constexpr int kPrefetchBytes = 1024;
+
+static inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// acc[c] += w . a[c][4j..4j+3] for the NC tokens.
+template <int NC>
+static inline void dot4(__m256i (&acc)[NC], __m256i w, const int8_t* aq, int j) {
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_dpbusd_avx_epi32(acc[c], w, bcast4(aq + 32 * c + 4 * j));
+}
+
+// Groups (k, k + 4) of half h as unsigned bytes (4-bit layouts: low / high nibbles of chunk k).
+template <Kind K>
+static inline void unpack_nibbles(const uint8_t* qs, int k, int h, __m256i& lo, __m256i& hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m256i p = loadu_256(qs + 64 * k + 32 * h);
+  lo = _mm256_and_si256(p, m4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+  if constexpr (K == Kind::IQ4_NL) {  // nibble -> kIq4nlValues + 128
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
+    lo = _mm256_shuffle_epi8(table, lo);
+    hi = _mm256_shuffle_epi8(table, hi);
+  }
+  if constexpr (kHasQh<K>) {
+    const __m256i b16 = _mm256_set1_epi8(16);
+    uint32_t mlo, mhi;
+    std::memcpy(&mlo, qs + 256 + 8 * k + 4 * h, 4);
+    std::memcpy(&mhi, qs + 256 + 8 * (k + 4) + 4 * h, 4);
+    lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes(mlo), b16));
+    hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes(mhi), b16));
+  }
+}
+
+// The integer part of one block for half h: even element groups into acc, odd ones into acc2
+// (the caller passes the same array twice when it has enough independent chains).
+template <Kind K, int NC>
+static inline void block_dots(__m256i (&acc)[NC], __m256i (&acc2)[NC], const uint8_t* qs, int h,
+                              const int8_t* aq) {
+  if constexpr (K == Kind::Q8_0) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 8; j += 2) {
+      dot4<NC>(acc, loadu_256(qs + 64 * j + 32 * h), aq, j);
+      dot4<NC>(acc2, loadu_256(qs + 64 * (j + 1) + 32 * h), aq, j + 1);
+    }
+  } else {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      __m256i lo, hi;
+      unpack_nibbles<K>(qs, k, h, lo, hi);
+      dot4<NC>(acc, lo, aq, k);
+      dot4<NC>(acc2, hi, aq, k + 4);
+    }
+  }
+}
+
+// y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC.
+template <Kind K, int NH, int NC>
+void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y, size_t y_stride,
+          int n_rows) {
+  constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
+  __m256 accf[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+    if constexpr (NC == 1) {
+#pragma GCC unroll 9
+      for (size_t off = 0; off < kBlockBytes<K>; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
+    }
+    __m256i acc[NH][NC];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+      if constexpr (kSplit) {
+        __m256i acc2[NC];
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
+        block_dots<K, NC>(acc[h], acc2, w + kQsOffset<K>, h, aq);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
+      } else {
+        block_dots<K, NC>(acc[h], acc[h], w + kQsOffset<K>, h, aq);
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * h)));
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) {
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
+      }
+      if constexpr (kHasMin<K>) {
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 16 * h)));
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c)
+          accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const int rows = n_rows - 8 * h;
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      float* out = y + c * y_stride + 8 * h;
+      if (rows >= 8) {
+        _mm256_storeu_ps(out, accf[h][c]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, accf[h][c]);
+        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
+      }
+    }
+  }
+}
+
+template <Kind K, int NH>
+void tile_n(int n, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
+            size_t y_stride, int n_rows) {
+  switch (n) {
+    case 1:
+      return tile<K, NH, 1>(w, nb, aq, am, y, y_stride, n_rows);
+    case 2:
+      return tile<K, NH, 2>(w, nb, aq, am, y, y_stride, n_rows);
+    default:
+      return tile<K, NH, 3>(w, nb, aq, am, y, y_stride, n_rows);
+  }
+}
+
+template <Kind K>
+void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
+                  int n_rows) {
+  for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
+    const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
+    if (n_rows > 8)
+      tile_n<K, 2>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+    else
+      tile_n<K, 1>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+  }
+}
+
+}  // namespace
+
+void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                         float* y, size_t y_stride, int n_rows) {
+  STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  switch (type) {
+    case TensorType::Q4_0:
+      return group_kernel<Kind::Q4_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q4_1:
+      return group_kernel<Kind::Q4_1>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q5_0:
+      return group_kernel<Kind::Q5_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q5_1:
+      return group_kernel<Kind::Q5_1>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::Q8_0:
+      return group_kernel<Kind::Q8_0>(w, nb, a, nc, y, y_stride, n_rows);
+    case TensorType::IQ4_NL:
+      return group_kernel<Kind::IQ4_NL>(w, nb, a, nc, y, y_stride, n_rows);
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
+  }
+}
+
+}  // namespace strata::cpu
