@@ -79,7 +79,8 @@ class RecordingBackend final : public Backend {
     tick();
     inner_.copy_rows(src, src_stride, dst, dst_stride, n_rows, n);
   }
-  void moe_route(const float* logits, int64_t n_tokens, const MoeRouting& r, int32_t* ids, float* weights) override {
+  void moe_route(const float* logits, int64_t n_tokens, const MoeRouting& r, int32_t* ids,
+                 float* weights) override {
     tick();
     inner_.moe_route(logits, n_tokens, r, ids, weights);
   }

@@ -172,8 +172,8 @@ DecodeRun bench_tg(Engine& engine, const std::vector<int32_t>& prompt, int n, in
 // Batched decode like llama-batched-bench: n_seq requests of n_prompt random tokens each,
 // prefilled together, then n_gen decode steps of every sequence. Returns {prefill tokens/s,
 // aggregate decode tokens/s}; adds the decode steps' op times to tg_profile.
-std::pair<double, double> bench_batched(Model& m, const SpecConfig& spec, const KvCacheType& kv_type, int n_seq,
-                                        int n_prompt, int n_gen, Rng& rng, OpProfile& tg_profile) {
+std::pair<double, double> bench_batched(Model& m, const SpecConfig& spec, const KvCacheType& kv_type,
+                                        int n_seq, int n_prompt, int n_gen, Rng& rng, OpProfile& tg_profile) {
   EngineConfig ec;
   ec.kv_type = kv_type;
   ec.max_num_seqs = n_seq;
@@ -227,7 +227,8 @@ void run_parallel(const BenchOptions& o, LoadedModel& lm, nlohmann::json& out) {
   for (int n_seq : o.parallel) {
     OpProfile prof;
     const SpecConfig spec = spec_config(o.spec);
-    bench_batched(m, spec, o.model.kv.resolve(), n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng, prof);  // warm-up
+    bench_batched(m, spec, o.model.kv.resolve(), n_seq, std::min(o.n_prompt, 16), std::min(o.n_gen, 4), rng,
+                  prof);  // warm-up
     prof = OpProfile{};
     std::vector<double> pp, tg;
     for (int r = 0; r < o.reps; ++r) {

@@ -43,7 +43,8 @@ void run(const SynthCliOptions& o) {
     if (!o.tokenizer.empty()) STRATA_THROW("--tokenizer needs --from");
     write_synthetic_model(preset, so, o.out, progress);
   } else {
-    if (!o.vocab.empty()) STRATA_THROW("--vocab and --from exclude each other (--from brings its own tokenizer)");
+    if (!o.vocab.empty())
+      STRATA_THROW("--vocab and --from exclude each other (--from brings its own tokenizer)");
     const auto small = open_model_file(o.from, o.tokenizer);
     write_embedded_model(preset, *small, so, o.out, progress);
   }

@@ -33,9 +33,9 @@ struct EngineConfig {
   double kv_cache_fraction = 0.25;  // of MemAvailable, when kv_cache_bytes is 0
   KvCacheType kv_type;              // element types of the cache (F16 by default)
   int32_t max_batched_tokens = kDefaultMaxBatchedTokens;  // token budget of one step
-  int32_t max_num_seqs = 64;           // sequences in one step
-  int32_t max_queue = 1024;            // waiting requests beyond this are refused (429)
-  int64_t max_model_len = 0;           // prompt + output limit; 0: the model's training context
+  int32_t max_num_seqs = 64;                              // sequences in one step
+  int32_t max_queue = 1024;                               // waiting requests beyond this are refused (429)
+  int64_t max_model_len = 0;  // prompt + output limit; 0: the model's training context
   bool prefix_caching = true;
   bool static_batching = false;  // request-level batching baseline (benchmarks only)
   std::string model_name;        // extra key of the prefix-cache hash
@@ -53,13 +53,13 @@ struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;
   int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;   // referenced by a running request
-  int32_t kv_blocks_cached = 0; // free but holding a cached prefix block
-  size_t kv_block_bytes = 0;    // one block over all layers, K and V, in the configured types
-  size_t kv_bytes_total = 0;    // the whole cache (blocks and KIVI staging)
-  double kv_waste = 0.0;        // allocated-but-empty slots / allocated slots
-  int64_t prefix_queries = 0;   // tokens
-  int64_t prefix_hits = 0;      // tokens
+  int32_t kv_blocks_used = 0;    // referenced by a running request
+  int32_t kv_blocks_cached = 0;  // free but holding a cached prefix block
+  size_t kv_block_bytes = 0;     // one block over all layers, K and V, in the configured types
+  size_t kv_bytes_total = 0;     // the whole cache (blocks and KIVI staging)
+  double kv_waste = 0.0;         // allocated-but-empty slots / allocated slots
+  int64_t prefix_queries = 0;    // tokens
+  int64_t prefix_hits = 0;       // tokens
   int64_t preemptions = 0;
   int64_t steps = 0;
 };

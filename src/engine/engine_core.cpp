@@ -219,7 +219,8 @@ void EngineCore::fill_stats(EngineStats& st) const {
     const int64_t dropped = static_cast<int64_t>(s->kv.n_dropped) * kv_->block_size();
     allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size() - dropped;
     filled +=
-        std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) - dropped;
+        std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) -
+        dropped;
   }
   st.running = static_cast<int32_t>(scheduler_->n_running());
   st.waiting = static_cast<int32_t>(scheduler_->n_waiting());

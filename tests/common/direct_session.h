@@ -16,8 +16,7 @@ namespace strata::test {
 
 class DirectSession {
  public:
-  DirectSession(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {})
-      : model_(model), n_ctx_(n_ctx) {
+  DirectSession(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {}) : model_(model), n_ctx_(n_ctx) {
     const KvGeometry g = model.kv_geometry(kv_type);
     const auto n_blocks = static_cast<int32_t>((n_ctx + g.block_size - 1) / g.block_size);
     kv_ = std::make_unique<KvStorage>(model.backend(), g, n_blocks);

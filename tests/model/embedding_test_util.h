@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "common/fixtures.h"
 #include "common/direct_session.h"
+#include "common/fixtures.h"
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
 #include "model/model.h"
