@@ -2,7 +2,8 @@
 # Reproduces the "Serving" section of BENCHMARKS.md: `strata serve` driven by `strata bench serve`.
 #   bench/serving.sh MODEL [OUT_DIR]
 # SECTIONS (default "levels prefix variable") picks the tables to run; "spec" compares
-# speculative decoding off and on (SPEC, default "ngram") at 1, 4, 16 and 64 streams.
+# speculative decoding off and on (SPEC, default "ngram") at 1, 4, 16 and 64 streams
+# (SPEC_LEVELS, "streams:prompts" pairs).
 # Needs a Release build in build/release and jq. Writes one JSON per run into OUT_DIR
 # (default /tmp/strata-serving) and prints markdown tables on stdout.
 set -euo pipefail
@@ -104,21 +105,22 @@ if has prefix; then
 fi
 
 # Speculative decoding off and on (--spec $SPEC), continuous scheduling, 1/4/16/64 streams, the
-# workload at temperature 0 so that n-gram drafts have repeats to find.
+# workload at temperature 0 so that n-gram drafts have repeats to find. Off and on alternate per
+# level (a fresh server each run), so that a change of machine load hits both sides alike.
 if has spec; then
   echo
   echo "| speculation | streams | ok | output tok/s | TTFT p50 ms | ITL p50 ms | TPOT p50 ms | acceptance |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-  for mode in off on; do
-    if [ "$mode" = on ]; then start_server --spec "${SPEC:-ngram}"; else start_server; fi
-    for lvl in 1:8 4:16 16:48 64:128; do
-      conc=${lvl%%:*} n=${lvl##*:}
+  for lvl in ${SPEC_LEVELS:-1:8 4:16 16:48 64:128}; do
+    conc=${lvl%%:*} n=${lvl##*:}
+    for mode in off on; do
+      if [ "$mode" = on ]; then start_server --spec "${SPEC:-ngram}"; else start_server; fi
       "$STRATA" bench serve --url "$URL" --num-prompts "$n" --max-concurrency "$conc" \
         --input-len 128 --output-len 128 --ignore-eos --seed 1 --quiet --json "$OUT/spec-$mode-c$conc.json" >/dev/null
       jq -r --arg m "$mode" --arg c "$conc" \
         '"| \($m) | \($c) | \(.completed)/\(.completed + .failed) | \(.output_throughput | . * 10 | round / 10) | \(.ttft_ms.median | round) | \(.itl_ms.median | . * 10 | round / 10) | \(.tpot_ms.median | . * 10 | round / 10) | \(if .spec then (.spec.acceptance_rate | . * 1000 | round / 10 | tostring) + " %" else "-" end) |"' \
         "$OUT/spec-$mode-c$conc.json"
+      stop_server
     done
-    stop_server
   done
 fi

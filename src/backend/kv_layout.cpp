@@ -26,7 +26,7 @@ size_t group_bytes(KvType type) {
     case KvType::Q5_1:
       return sizeof(BlockQ5_1);
     case KvType::IQ4_NL:
-      return sizeof(KvBlockIQ4NL);
+      return sizeof(BlockIQ4_NL);
     case KvType::KIVI2:
       return sizeof(KvBlockKivi2);
     case KvType::KIVI4:

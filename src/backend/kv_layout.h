@@ -8,7 +8,7 @@
 //                            scores over the tile are head_dim vector multiply-adds across keys.
 //   F32, F16, BF16 values    TokenRows: token t's row of dim elements at t * dim.
 //   Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 TokenRows: each token's row is quantized along the head in GGUF
-//   IQ4_NL values; Q4_1 Q5_0 blocks of 32 (quant/blocks.h, KvBlockIQ4NL below); a head size that
+//   IQ4_NL values; Q4_1 Q5_0 blocks of 32 (quant/blocks.h: BlockIQ4_NL too); a head size that
 //   Q5_1 IQ4_NL keys         is not a multiple of 32 is padded with zeros to the next multiple
 //                            (padded_dim), so the padding costs memory (e.g. 96 bytes a row for
 //                            80-wide Q8_0 heads instead of 85).
@@ -58,16 +58,8 @@ bool kv_type_is_float(KvType type);  // F32, F16, BF16
 bool kv_type_is_kivi(KvType type);
 int kv_kivi_bits(KvType type);  // 2 or 4 for KIVI types, else 0
 
-// IQ4_NL (the non-linear 4-bit grid of llama.cpp's IQ4_NL): x = d * kKvIQ4NLValues[q], q 4-bit in
-// Q4_0's nibble order (qs[j] low nibble: element j, high nibble: element j + 16).
-struct KvBlockIQ4NL {
-  fp16_t d;
-  uint8_t qs[16];
-};
-static_assert(sizeof(KvBlockIQ4NL) == 18);
-// The 16 levels of the IQ4_NL grid, as ggml defines them (kvalues_iq4nl).
-inline constexpr int8_t kKvIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                              1,    13,   25,  38,  53,  69,  89,  113};
+// IQ4_NL keys and values are GGUF's IQ4_NL blocks (quant/blocks.h BlockIQ4_NL: x = d *
+// kIq4nlValues[q], q 4-bit in Q4_0's nibble order), so they share the weight type's kernels.
 
 // KIVI 2-bit values, per token in groups of 32: x = d * q + m, q 2-bit, element j in bits
 // 2 * (j % 4) of qs[j / 4].

@@ -17,8 +17,10 @@ extern const uint64_t kIq2sGrid[1024];   // bytes in {8, 25, 43}
 extern const uint32_t kIq3xxsGrid[256];  // bytes in {4, 12, 20, 28, 36, 44, 52, 62}
 extern const uint32_t kIq3sGrid[512];    // bytes in {1, 3, 5, ..., 15}
 extern const uint64_t kIq1sGrid[2048];   // int8 bytes in {-1, 0, 1}
-extern const int8_t kIq4nlValues[16];    // the non-linear 4-bit levels of IQ4_NL / IQ4_XS
-extern const int8_t kMxfp4Values[16];    // E2M1 values, doubled (so that they are integers)
+// The non-linear 4-bit levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl); also the IQ4_NL KV type's.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+extern const int8_t kMxfp4Values[16];  // E2M1 values, doubled (so that they are integers)
 
 // IQ2_XXS / IQ2_XS / IQ3_XXS store 7 sign bits per group of 8; the eighth makes the number of
 // negative elements even (ggml's ksigns_iq2xs). Bit j set: element j of the group is negative.

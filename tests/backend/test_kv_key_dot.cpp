@@ -28,7 +28,7 @@ TEST(KvKeyDot, Iq4nlTilesMatchFloat64) {
   for (int n : {32, 64, 96, 576})
     for (int nr : {1, 3, 8})
       for (int nc : {1, 5, 8}) {
-        const size_t kb = size_t(n / 32) * sizeof(KvBlockIQ4NL), qb = size_t(n / 32) * sizeof(BlockQ8_0);
+        const size_t kb = size_t(n / 32) * sizeof(BlockIQ4_NL), qb = size_t(n / 32) * sizeof(BlockQ8_0);
         std::vector<uint8_t> keys(nr * kb + 1), queries(nc * qb + 1);  // +1: rows at odd addresses
         std::vector<float> x(n);
         for (int r = 0; r < nr; ++r) {
@@ -50,7 +50,7 @@ TEST(KvKeyDot, Iq4nlTilesMatchFloat64) {
               double want = 0;
               for (int b = 0; b < n / 32; ++b) {
                 double kd[32], qd[32];
-                kvtest::decode_group(KvType::IQ4_NL, keys.data() + 1 + r * kb + b * sizeof(KvBlockIQ4NL), kd);
+                kvtest::decode_group(KvType::IQ4_NL, keys.data() + 1 + r * kb + b * sizeof(BlockIQ4_NL), kd);
                 kvtest::decode_group(KvType::Q8_0, queries.data() + 1 + c * qb + b * sizeof(BlockQ8_0), qd);
                 for (int j = 0; j < 32; ++j) want += kd[j] * qd[j];
               }

@@ -1,7 +1,7 @@
 // Vectorizable float approximations of exp, tanh and the logistic function, without libm calls:
-// scalar forms the compiler vectorizes in each ISA build of a kernel file (exp_approx,
-// tanh_approx, sigmoid_approx: element-wise ops) and explicit vectors of the including file's ISA
-// (fast_exp / fast_tanh with 8 and 16 lanes: the attention softmax and soft-capping).
+// scalar forms the compiler vectorizes in each ISA build of a kernel file (fast_exp, fast_tanh,
+// fast_sigmoid: element-wise ops) and the same steps as explicit vectors of the including file's
+// ISA (fast_exp8/16, fast_tanh8/16: the attention softmax and soft-capping).
 //
 // Only `static inline` functions: each ISA translation unit gets its own copy compiled with its
 // flags (see DEVELOPERS.md on ISA-specific files).
@@ -18,12 +18,13 @@
 
 namespace strata::cpu {
 
-// e^x to ~2e-7 relative error: e^x = 2^n * e^r with n = round(x log2 e) and r = x - n ln 2
-// (|r| <= ln 2 / 2) computed in two steps (Cody-Waite: ln 2 split into a part exact in float
-// products and a correction), so the reduction keeps full precision for large |x|; e^r by its
-// Taylor series to degree 7 (truncation error 0.35^8/8! ~ 5e-9). x is clamped to the range
-// whose result is a normal float.
-static inline float exp_approx(float x) {
+// e^x to ~2e-7 relative error; vectorizable (no libm call): e^x = 2^n * e^r with
+// n = round(x log2 e) and r = x - n ln 2 (|r| <= ln 2 / 2) computed in two steps (Cody-Waite: ln 2
+// split into a part exact in float products and a correction), so the reduction keeps full
+// precision for large |x|; e^r by its Taylor series to degree 7 (truncation error 0.35^8/8! ~
+// 5e-9). x is clamped to the range where the result is a normal float, so masked-out scores must
+// not be passed in.
+static inline float fast_exp(float x) {
   x = std::min(88.0f, std::max(-87.0f, x));
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x log2 e)
   const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-6f;
@@ -40,60 +41,40 @@ static inline float exp_approx(float x) {
 }
 
 // 1 / (1 + e^-x).
-static inline float sigmoid_approx(float x) {
-  return 1.0f / (1.0f + exp_approx(-x));
+static inline float fast_sigmoid(float x) {
+  return 1.0f / (1.0f + fast_exp(-x));
 }
 
-// tanh(x) to ~3e-7 absolute error: 1 - 2 / (e^2x + 1), and its odd Taylor series below
-// |x| = 1/16, where the subtraction would cancel (series error (1/16)^7 * 17/315 ~ 2e-10).
-static inline float tanh_approx(float x) {
-  const float big = 1.0f - 2.0f / (exp_approx(2.0f * x) + 1.0f);
+// tanh(x) through fast_exp: |x| -> (1 - e) / (1 + e) with e = exp(-2|x|), sign restored; the
+// absolute error stays below ~3e-7 (the relative error of e, scaled by e <= 1). Below
+// |x| = 1/16, where 1 - e cancels, the odd Taylor series keeps the relative error small too
+// (series error (1/16)^7 * 17/315 ~ 2e-10). The vector forms skip that branch: soft-capping
+// only needs the absolute bound.
+static inline float fast_tanh(float x) {
+  const float e = fast_exp(-2.0f * std::fabs(x));
+  const float big = std::copysign((1.0f - e) / (1.0f + e), x);
   const float x2 = x * x;
   const float small = x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f)));
   return (x > -0.0625f && x < 0.0625f) ? small : big;
-}
-
-// exp(x) to ~2e-7 relative error; vectorizable (no libm call). x is clamped to the range where
-// the result is a normal float, so masked-out scores must not be passed in.
-static inline float fast_exp(float x) {
-  x = std::min(88.0f, std::max(-87.0f, x));
-  const float t = x * 1.44269504088896341f;
-  const float r = (t + 12582912.0f) - 12582912.0f;  // round to nearest integer
-  const float f = t - r;                            // [-0.5, 0.5]
-  float p = 1.5403530393381610e-4f;
-  p = p * f + 1.3333558146428443e-3f;
-  p = p * f + 9.6181291076284772e-3f;
-  p = p * f + 5.5504108664821580e-2f;
-  p = p * f + 2.4022650695910071e-1f;
-  p = p * f + 6.9314718055994531e-1f;
-  p = p * f + 1.0f;
-  const int32_t e = static_cast<int32_t>(r) + 127;
-  return p * std::bit_cast<float>(e << 23);
-}
-
-// tanh(x) through fast_exp: |x| -> (1 - e) / (1 + e) with e = exp(-2|x|), sign restored. The
-// absolute error stays below ~3e-7 (the relative error of e, scaled by e <= 1).
-static inline float fast_tanh(float x) {
-  const float e = fast_exp(-2.0f * std::fabs(x));
-  return std::copysign((1.0f - e) / (1.0f + e), x);
 }
 
 #if defined(__AVX512F__)
 // fast_exp of 16 lanes, step for step.
 static inline __m512 fast_exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
-  const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
   const __m512 magic = _mm512_set1_ps(12582912.0f);
-  const __m512 r = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
-  const __m512 f = _mm512_sub_ps(t, r);
-  __m512 p = _mm512_set1_ps(1.5403530393381610e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(r), _mm512_set1_epi32(127)), 23);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const auto e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
@@ -110,18 +91,19 @@ static inline __m512 fast_tanh16(__m512 x) {
 // fast_exp of 8 lanes, step for step.
 static inline __m256 fast_exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
-  const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
   const __m256 magic = _mm256_set1_ps(12582912.0f);
-  const __m256 r = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
-  const __m256 f = _mm256_sub_ps(t, r);
-  __m256 p = _mm256_set1_ps(1.5403530393381610e-4f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-2f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(127)), 23);
+  const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic), magic);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const auto e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 

@@ -15,6 +15,7 @@
 #include "backend/kv_layout.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -156,7 +157,7 @@ void quantize_affine_group(const float* x, uint8_t* blk) {
 // Index of the grid level nearest to v (ties to the lower level): how many midpoints lie below.
 inline int iq4nl_index(float v) {
   int i = 0;
-  for (int k = 0; k < 15; ++k) i += v > 0.5f * (kKvIQ4NLValues[k] + kKvIQ4NLValues[k + 1]) ? 1 : 0;
+  for (int k = 0; k < 15; ++k) i += v > 0.5f * (kIq4nlValues[k] + kIq4nlValues[k + 1]) ? 1 : 0;
   return i;
 }
 
@@ -170,7 +171,7 @@ void quantize_iq4nl_group(const float* xin, uint8_t* blk) {
     const float id = static_cast<float>(-127 + k) / v;
     double sxg = 0, sgg = 0;
     for (int j = 0; j < kQK; ++j) {
-      const double g = kKvIQ4NLValues[iq4nl_index(x[j] * id)];
+      const double g = kIq4nlValues[iq4nl_index(x[j] * id)];
       sxg += x[j] * g;
       sgg += g * g;
     }
@@ -281,8 +282,8 @@ void dequantize_group(KvType type, const uint8_t* blk, float* y) {
     case KvType::IQ4_NL:
       for (int j = 0; j < kQK / 2; ++j) {
         const int lo = blk[2 + j] & 0xF, hi = blk[2 + j] >> 4;
-        y[j] = d * static_cast<float>(type == KvType::Q4_0 ? lo - 8 : kKvIQ4NLValues[lo]);
-        y[j + kQK / 2] = d * static_cast<float>(type == KvType::Q4_0 ? hi - 8 : kKvIQ4NLValues[hi]);
+        y[j] = d * static_cast<float>(type == KvType::Q4_0 ? lo - 8 : kIq4nlValues[lo]);
+        y[j + kQK / 2] = d * static_cast<float>(type == KvType::Q4_0 ? hi - 8 : kIq4nlValues[hi]);
       }
       return;
     case KvType::Q5_0:

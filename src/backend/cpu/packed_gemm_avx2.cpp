@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/packed_kind.h"
 #include "backend/cpu/simd_avx2.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
@@ -29,22 +30,10 @@
 namespace strata::cpu {
 namespace {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+using namespace packed;
 
 template <Kind K>
-constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
-template <Kind K>
-constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
-template <Kind K>
 constexpr bool kSigned = K == Kind::Q8_0 || K == Kind::IQ4_NL;  // sign trick, no zero point
-template <Kind K>
-constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
-                               : K == Kind::Q4_1                    ? 320
-                               : K == Kind::Q5_0                    ? 352
-                               : K == Kind::Q5_1                    ? 384
-                                                                    : 544;
-template <Kind K>
-constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;  // after d[16] (and m[16])
 // Tokens per register tile (8 rows): int16 + int32/float accumulators must fit beside the weights.
 template <Kind K>
 constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
@@ -253,22 +242,7 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  switch (type) {
-    case TensorType::Q4_0:
-      return group_kernel<Kind::Q4_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q4_1:
-      return group_kernel<Kind::Q4_1>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q5_0:
-      return group_kernel<Kind::Q5_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q5_1:
-      return group_kernel<Kind::Q5_1>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q8_0:
-      return group_kernel<Kind::Q8_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::IQ4_NL:
-      return group_kernel<Kind::IQ4_NL>(w, nb, a, nc, y, y_stride, n_rows);
-    default:
-      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
-  }
+  with_kind(type, [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
 void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,

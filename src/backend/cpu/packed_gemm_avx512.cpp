@@ -16,24 +16,14 @@
 #include <utility>
 
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/packed_kind.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
-
-template <Kind K>
-constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
-template <Kind K>
-constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
-template <Kind K>
-constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
-                               : K == Kind::Q4_1                    ? 320
-                               : K == Kind::Q5_0                    ? 352
-                               : K == Kind::Q5_1                    ? 384
-                                                                    : 544;
+using namespace packed;
 
 static inline __m512i broadcast_i32(const int8_t* p) {
   int32_t v;
@@ -147,22 +137,7 @@ void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const Pac
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   const size_t i = static_cast<size_t>(nc - 1);
-  switch (type) {
-    case TensorType::Q4_0:
-      return kTable<Kind::Q4_0>[i](w, nb, a, y, y_stride, n_rows);
-    case TensorType::Q4_1:
-      return kTable<Kind::Q4_1>[i](w, nb, a, y, y_stride, n_rows);
-    case TensorType::Q5_0:
-      return kTable<Kind::Q5_0>[i](w, nb, a, y, y_stride, n_rows);
-    case TensorType::Q5_1:
-      return kTable<Kind::Q5_1>[i](w, nb, a, y, y_stride, n_rows);
-    case TensorType::Q8_0:
-      return kTable<Kind::Q8_0>[i](w, nb, a, y, y_stride, n_rows);
-    case TensorType::IQ4_NL:
-      return kTable<Kind::IQ4_NL>[i](w, nb, a, y, y_stride, n_rows);
-    default:
-      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
-  }
+  with_kind(type, [&](auto kind) { kTable<decltype(kind)::value>[i](w, nb, a, y, y_stride, n_rows); });
 }
 
 void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,

@@ -94,22 +94,7 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_dotprod(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                          float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  switch (type) {
-    case TensorType::Q4_0:
-      return group_kernel<Kind::Q4_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q4_1:
-      return group_kernel<Kind::Q4_1>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q5_0:
-      return group_kernel<Kind::Q5_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q5_1:
-      return group_kernel<Kind::Q5_1>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::Q8_0:
-      return group_kernel<Kind::Q8_0>(w, nb, a, nc, y, y_stride, n_rows);
-    case TensorType::IQ4_NL:
-      return group_kernel<Kind::IQ4_NL>(w, nb, a, nc, y, y_stride, n_rows);
-    default:
-      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
-  }
+  with_kind(type, [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
 }  // namespace strata::cpu

@@ -15,26 +15,14 @@
 #include <cstring>
 
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/packed_kind.h"
 #include "core/fp16.h"
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
-
-template <Kind K>
-constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
-template <Kind K>
-constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
-template <Kind K>
-constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
-                               : K == Kind::Q4_1                    ? 320
-                               : K == Kind::Q5_0                    ? 352
-                               : K == Kind::Q5_1                    ? 384
-                                                                    : 544;
-template <Kind K>
-constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;
+using namespace packed;
 
 // 16 bits -> 16 bytes, byte n = 16 where bit n is set.
 static inline int8x16_t fifth_bits(const uint8_t* mask) {

@@ -19,7 +19,7 @@ void vk_glu_gelu_tanh(const float* gate, const float* up, float* out, int64_t n)
     const float g = gate[i];
     // (1 + tanh(z)) / 2 == sigmoid(2z): no cancellation where tanh is near -1.
     const float inner = kSqrt2OverPi * g * (1.0f + 0.044715f * g * g);
-    out[i] = g * sigmoid_approx(2.0f * inner) * up[i];
+    out[i] = g * fast_sigmoid(2.0f * inner) * up[i];
   }
 }
 
@@ -27,13 +27,13 @@ void vk_glu_swiglu_oai(const float* gate, const float* up, float* out, int64_t n
   for (int64_t i = 0; i < n; ++i) {
     const float g = std::min(gate[i], limit);
     const float u = std::min(limit, std::max(-limit, up[i]));
-    out[i] = g * sigmoid_approx(alpha * g) * (u + 1.0f);
+    out[i] = g * fast_sigmoid(alpha * g) * (u + 1.0f);
   }
 }
 
 void vk_softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
-  for (int64_t i = 0; i < n; ++i) x[i] = cap * tanh_approx(x[i] * inv);
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * fast_tanh(x[i] * inv);
 }
 
 void vk_scale(float* x, int64_t n, float s) {

@@ -1,0 +1,51 @@
+// The packed (interleaved) types as a compile-time parameter of the per-ISA kernels
+// (packed_gemm_*.cpp): their layout traits (packed_kernels.h describes the layout) and the one
+// switch from a TensorType to a kernel instantiated for it.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/tensor_type.h"
+
+namespace strata::cpu::packed {
+
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+
+template <Kind K>
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
+template <Kind K>
+constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
+template <Kind K>
+constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
+                               : K == Kind::Q4_1                    ? 320
+                               : K == Kind::Q5_0                    ? 352
+                               : K == Kind::Q5_1                    ? 384
+                                                                    : 544;
+template <Kind K>
+constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;  // after d[16] (and m[16])
+
+// Calls f(std::integral_constant<Kind, K>{}) for type's kind K. `static`: each ISA translation
+// unit keeps its own instantiations (DEVELOPERS.md on ISA-specific files).
+template <class F>
+static inline void with_kind(TensorType type, F&& f) {
+  switch (type) {
+    case TensorType::Q4_0:
+      return f(std::integral_constant<Kind, Kind::Q4_0>{});
+    case TensorType::Q4_1:
+      return f(std::integral_constant<Kind, Kind::Q4_1>{});
+    case TensorType::Q5_0:
+      return f(std::integral_constant<Kind, Kind::Q5_0>{});
+    case TensorType::Q5_1:
+      return f(std::integral_constant<Kind, Kind::Q5_1>{});
+    case TensorType::Q8_0:
+      return f(std::integral_constant<Kind, Kind::Q8_0>{});
+    case TensorType::IQ4_NL:
+      return f(std::integral_constant<Kind, Kind::IQ4_NL>{});
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
+  }
+}
+
+}  // namespace strata::cpu::packed
