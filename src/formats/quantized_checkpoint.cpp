@@ -125,13 +125,27 @@ class PackedReader {
   int64_t n_out() const { return n_out_; }
   int32_t group(int64_t i) const { return groups_[static_cast<size_t>(i)]; }
   int q(int64_t o, int64_t i) const {
-    if (gptq_) return field_of(word(qweight_, (i / pack_) * n_out_ + o), static_cast<int>(i % pack_));
-    return field_of(word(qweight_, i * (n_out_ / 8) + o / 8), kAwqPosition[o % 8]);
+    if (gptq_)
+      return field_of(word(qweight_, (i >> pack_shift_) * n_out_ + o), static_cast<int>(i & (pack_ - 1)));
+    return field_of(word(qweight_, i * (n_out_ >> 3) + (o >> 3)), kAwqPosition[o & 7]);
+  }
+  // q[j] = q(o, i0 + j) for the 32 inputs from i0 (a multiple of 32): the words are read once.
+  void block(int64_t o, int64_t i0, int* q) const {
+    if (gptq_) {
+      for (int k = 0; k < kQK / pack_; ++k) {
+        const uint32_t w = word(qweight_, ((i0 >> pack_shift_) + k) * n_out_ + o);
+        for (int j = 0; j < pack_; ++j) q[k * pack_ + j] = field_of(w, j);
+      }
+      return;
+    }
+    const int64_t cols = n_out_ >> 3;
+    const int k = kAwqPosition[o & 7];
+    for (int j = 0; j < kQK; ++j) q[j] = field_of(word(qweight_, (i0 + j) * cols + (o >> 3)), k);
   }
   int zero(int64_t g, int64_t o) const {
-    const int64_t cols = n_out_ / pack_;
-    const int k = gptq_ ? static_cast<int>(o % pack_) : kAwqPosition[o % 8];
-    return field_of(word(qzeros_, g * cols + o / pack_), k) + (minus_one_ ? 1 : 0);
+    const int64_t cols = n_out_ >> pack_shift_;
+    const int k = gptq_ ? static_cast<int>(o & (pack_ - 1)) : kAwqPosition[o & 7];
+    return field_of(word(qzeros_, g * cols + (o >> pack_shift_)), k) + (minus_one_ ? 1 : 0);
   }
   fp16_t scale_bits(int64_t g, int64_t o) const {
     fp16_t h;
@@ -156,7 +170,7 @@ class PackedReader {
   void read_groups(const QuantizedCheckpointConfig& cfg, const PackedLinear& p, const std::string& label);
 
   bool gptq_ = true, minus_one_ = false;
-  int bits_ = 4, pack_ = 8;
+  int bits_ = 4, pack_ = 8, pack_shift_ = 3;  // pack_ = 32 / bits_ = 1 << pack_shift_
   uint32_t mask_ = 15;
   int64_t n_in_ = 0, n_out_ = 0, n_groups_ = 0;
   const uint8_t* qweight_ = nullptr;  // GPTQ [n_in / pack, n_out], AWQ [n_in, n_out / 8] int32
@@ -185,6 +199,7 @@ PackedReader::PackedReader(const QuantizedCheckpointConfig& cfg, const PackedLin
   minus_one_ = gptq_ && cfg.stored_zero_minus_one;
   bits_ = cfg.bits;
   pack_ = 32 / bits_;
+  pack_shift_ = bits_ == 4 ? 3 : 2;
   mask_ = (1u << bits_) - 1;
   check_shapes(cfg, p, label);
   read_groups(cfg, p, label);
@@ -277,53 +292,73 @@ TensorType choose_type(const PackedReader& r) {
   return values_fit_f16(r) ? TensorType::F16 : TensorType::F32;
 }
 
+// One block of 32 inputs of output o in `type`'s layout, from the integers q of the group g.
+void write_block(const PackedReader& r, TensorType type, int64_t o, int32_t g, const int* q, uint8_t* out) {
+  const fp16_t d = r.scale_bits(g, o);
+  if (type == TensorType::Q8_0) {
+    BlockQ8_0 blk;
+    blk.d = d;
+    for (int j = 0; j < kQK; ++j) blk.qs[j] = static_cast<int8_t>(q[j] - 128);
+    std::memcpy(out, &blk, sizeof(blk));
+    return;
+  }
+  uint8_t qs[kQK / 2];
+  for (int j = 0; j < kQK / 2; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK / 2] << 4));
+  if (type == TensorType::Q4_0) {
+    BlockQ4_0 blk;
+    blk.d = d;
+    std::memcpy(blk.qs, qs, sizeof(qs));
+    std::memcpy(out, &blk, sizeof(blk));
+  } else {
+    BlockQ4_1 blk;
+    blk.d = d;
+    blk.m = f32_to_fp16(-(fp16_to_f32(d) * static_cast<float>(r.zero(g, o))));
+    std::memcpy(blk.qs, qs, sizeof(qs));
+    std::memcpy(out, &blk, sizeof(blk));
+  }
+}
+
 // dst: [n_out] rows of [n_in / 32] blocks. Blocks are visited input-chunk-major because both
 // packings are contiguous along the outputs for a fixed input.
 void write_blocks(const PackedReader& r, TensorType type, uint8_t* dst) {
   const int64_t n_blocks = r.n_in() / kQK;
   const size_t row = row_bytes(type, r.n_in()), block = row / static_cast<size_t>(n_blocks);
+  int q[kQK];
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const int64_t i0 = b * kQK;
-    const int32_t g = r.group(i0);
+    const int32_t g = r.group(b * kQK);
     for (int64_t o = 0; o < r.n_out(); ++o) {
-      uint8_t* out = dst + static_cast<size_t>(o) * row + static_cast<size_t>(b) * block;
-      const fp16_t d = r.scale_bits(g, o);
-      if (type == TensorType::Q8_0) {
-        BlockQ8_0 blk;
-        blk.d = d;
-        for (int j = 0; j < kQK; ++j) blk.qs[j] = static_cast<int8_t>(r.q(o, i0 + j) - 128);
-        std::memcpy(out, &blk, sizeof(blk));
-        continue;
-      }
-      uint8_t qs[kQK / 2];
-      for (int j = 0; j < kQK / 2; ++j)
-        qs[j] = static_cast<uint8_t>(r.q(o, i0 + j) | (r.q(o, i0 + j + kQK / 2) << 4));
-      if (type == TensorType::Q4_0) {
-        BlockQ4_0 blk;
-        blk.d = d;
-        std::memcpy(blk.qs, qs, sizeof(qs));
-        std::memcpy(out, &blk, sizeof(blk));
-      } else {
-        BlockQ4_1 blk;
-        blk.d = d;
-        blk.m = f32_to_fp16(-(fp16_to_f32(d) * static_cast<float>(r.zero(g, o))));
-        std::memcpy(blk.qs, qs, sizeof(qs));
-        std::memcpy(out, &blk, sizeof(blk));
-      }
+      r.block(o, b * kQK, q);
+      write_block(r, type, o, g, q, dst + static_cast<size_t>(o) * row + static_cast<size_t>(b) * block);
     }
   }
 }
 
+void store_value(float v, TensorType type, uint8_t* dst, size_t at) {
+  if (type == TensorType::F16) {
+    const fp16_t h = f32_to_fp16(v);
+    std::memcpy(dst + 2 * at, &h, 2);
+  } else {
+    std::memcpy(dst + 4 * at, &v, 4);
+  }
+}
+
+// dst: [n_out, n_in] F16 or F32; each input's own group (act-order).
 void write_values(const PackedReader& r, TensorType type, uint8_t* dst) {
-  for (int64_t i = 0; i < r.n_in(); ++i)
-    for (int64_t o = 0; o < r.n_out(); ++o) {
-      const float v = r.value(o, i);
-      const size_t at = static_cast<size_t>(o * r.n_in() + i);
-      if (type == TensorType::F16) {
-        const fp16_t h = f32_to_fp16(v);
-        std::memcpy(dst + 2 * at, &h, 2);
-      } else {
-        std::memcpy(dst + 4 * at, &v, 4);
+  const int64_t n_in = r.n_in(), n_out = r.n_out();
+  if (n_in % kQK != 0) {
+    for (int64_t o = 0; o < n_out; ++o)
+      for (int64_t i = 0; i < n_in; ++i)
+        store_value(r.value(o, i), type, dst, static_cast<size_t>(o * n_in + i));
+    return;
+  }
+  int q[kQK];
+  for (int64_t i0 = 0; i0 < n_in; i0 += kQK)
+    for (int64_t o = 0; o < n_out; ++o) {
+      r.block(o, i0, q);
+      for (int j = 0; j < kQK; ++j) {
+        const int32_t g = r.group(i0 + j);
+        const float v = fp16_to_f32(r.scale_bits(g, o)) * static_cast<float>(q[j] - r.zero(g, o));
+        store_value(v, type, dst, static_cast<size_t>(o * n_in + i0 + j));
       }
     }
 }
