@@ -287,9 +287,11 @@ bool values_fit_f16(const PackedReader& r) {
 
 TensorType choose_type(const PackedReader& r) {
   const bool blocks = blocks_within_groups(r);
-  if (blocks && r.bits() == 4) return all_zeros_equal(r, 8) ? TensorType::Q4_0 : TensorType::Q4_1;
+  if (blocks && r.bits() == 4 && all_zeros_equal(r, 8)) return TensorType::Q4_0;
+  const bool fits_f16 = values_fit_f16(r);  // then Q4_1's m = -scale * zero fits its f16 too
+  if (blocks && r.bits() == 4 && fits_f16) return TensorType::Q4_1;
   if (blocks && r.bits() == 8 && all_zeros_equal(r, 128)) return TensorType::Q8_0;
-  return values_fit_f16(r) ? TensorType::F16 : TensorType::F32;
+  return fits_f16 ? TensorType::F16 : TensorType::F32;
 }
 
 // One block of 32 inputs of output o in `type`'s layout, from the integers q of the group g.

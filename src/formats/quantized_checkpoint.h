@@ -23,7 +23,8 @@
 // GGUF type of the result, chosen from the data (blocks of 32 inputs of one output row):
 //   every block inside one group, 4-bit, all zeros 8   -> Q4_0: d = scale, q as stored. Exact.
 //   every block inside one group, 4-bit, other zeros   -> Q4_1: d = scale, m = f16(-scale*zero).
-//       Exact up to the f16 rounding of m (|error| <= |scale*zero| * 2^-11 per element).
+//       Exact up to the f16 rounding of m (|error| <= |scale*zero| * 2^-11 per element); when
+//       a value (so possibly m) would not fit F16, the F32 fallback below instead.
 //   every block inside one group, 8-bit, all zeros 128 -> Q8_0: d = scale, q - 128. Exact.
 //   otherwise (act-order g_idx whose groups are not runs of 32 inputs, 8-bit asymmetric, n_in
 //       not a multiple of 32)                          -> F16 of the value (one rounding), or

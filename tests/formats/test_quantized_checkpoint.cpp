@@ -5,6 +5,7 @@
 // and integers unchanged. Hostile checkpoints are one strata::Error naming the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -287,6 +288,29 @@ TEST(QuantizedCheckpointHostile, BadTensorsAreErrors) {
         entry(e, kQ + ".qweight")->shape = {256, 8};
       },
       "scales has shape [1, 128], expected [2, 64]");
+}
+
+// Scales whose values (and Q4_1's m) exceed F16's range: the matrix falls back to F32, exact.
+TEST(QuantizedCheckpointLoad, ValuesBeyondF16AreF32) {
+  test::TempDir dir;
+  const uint16_t f16_max = 0x7bff;  // 65504
+  auto mats = test::write_quantized_checkpoint(test::shared_path(kTiny), dir.path(),
+                                               scheme("gptq", 4, 32, false), [&](Entries& e) {
+                                                 std::string& b = entry(e, kQ + ".scales")->bytes;
+                                                 for (size_t i = 0; i + 1 < b.size(); i += 2)
+                                                   std::memcpy(&b[i], &f16_max, 2);
+                                               });
+  test::QuantizedMatrix& m = mats.at(kQ);
+  std::fill(m.scale.begin(), m.scale.end(), f16_max);
+  const auto f = open_model_file(dir.path());
+  const TensorInfo* t = f->find_tensor("blk.0.attn_q.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->type, TensorType::F32);
+  const float* v = static_cast<const float*>(t->data);
+  for (int64_t r = 0; r < m.n_out; ++r)
+    for (int64_t i = 0; i < m.n_in; ++i)
+      ASSERT_EQ(v[r * m.n_in + i], m.value(hf_row(t->name, r), i)) << r << " " << i;
+  EXPECT_EQ(f->find_tensor("blk.0.attn_k.weight")->type, TensorType::Q4_1);
 }
 
 TEST(QuantizedCheckpointHostile, PackedTensorsWithoutAConfigAreUnexpected) {
