@@ -28,7 +28,8 @@
 // (a checkpoint holding only lm_head.weight provides token_embd.weight from it).
 //
 // GPTQ/AWQ checkpoints (a "quantization_config" in config.json): each packed Linear becomes one
-// Q4_0 / Q4_1 / Q8_0 / F16 matrix, see formats/quantized_checkpoint.h.
+// Q4_0 / Q4_1 / Q8_0 (F16 / F32 where the grid has no exact GGUF type) matrix, see
+// formats/quantized_checkpoint.h.
 //
 // Tokenizer keys come from add_hf_tokenizer_metadata (formats/hf_tokenizer.h) when the
 // directory has a tokenizer.json.
