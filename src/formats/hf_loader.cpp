@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "formats/hf_tokenizer.h"
+#include "formats/quantized_checkpoint.h"
 #include "formats/text_escape.h"
 
 namespace strata {
@@ -187,7 +188,20 @@ struct HfConfig {
   Metadata md;
   bool tied = false;
   bool permute_qk = false;
+  std::optional<QuantizedCheckpointConfig> quant;
 };
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The packed tensors of a GPTQ/AWQ Linear ("X.qweight" + "X.qzeros", ...) are one matrix "X.weight";
+// returns "X" for a name ending in one of their suffixes, else "".
+std::string packed_linear_prefix(const std::string& hf) {
+  for (std::string_view s : {".qweight", ".qzeros", ".scales", ".g_idx"})
+    if (ends_with(hf, s)) return hf.substr(0, hf.size() - s.size());
+  return "";
+}
 
 HfConfig parse_hf_config(const std::string& config_json, const std::string& name);
 
@@ -250,6 +264,7 @@ HfConfig parse_hf_config(const std::string& config_json, const std::string& name
     STRATA_THROW(name, ": config.json \"tie_word_embeddings\" must be a boolean");
   cfg.tied = tied && tied->get<bool>();
   cfg.permute_qk = a.permute_qk;
+  cfg.quant = parse_quantization_config(config_json, name);
   return cfg;
 }
 
@@ -262,6 +277,7 @@ std::unique_ptr<HfModelFile> HfModelFile::open(const std::string& dir) {
   f->path_ = dir;
   HfConfig cfg = parse_hf_config(read_text_file((fs::path(dir) / "config.json").string()), dir);
   f->metadata_ = std::move(cfg.md);
+  f->quant_ = cfg.quant;
   f->load_tensors(dir, cfg.tied, cfg.permute_qk);
   // A directory without tokenizer.json still converts (quantize), but cannot tokenize.
   if (fs::exists(fs::path(dir) / "tokenizer.json"))
@@ -297,6 +313,52 @@ std::vector<std::pair<std::string, size_t>> HfModelFile::open_shards(const std::
   return sources;
 }
 
+namespace {
+
+TensorInfo plain_tensor(const SafetensorsTensor& st, const std::string& label) {
+  TensorInfo t;
+  if (st.dtype == "F32")
+    t.type = TensorType::F32;
+  else if (st.dtype == "F16")
+    t.type = TensorType::F16;
+  else if (st.dtype == "BF16")
+    t.type = TensorType::BF16;
+  else
+    STRATA_THROW(label, " has dtype ", st.dtype, " (supported: F32, F16, BF16)");
+  if (st.shape.empty() || st.shape.size() > 4) STRATA_THROW(label, " has ", st.shape.size(), " dimensions");
+  t.n_dims = static_cast<int>(st.shape.size());
+  for (int d = 0; d < t.n_dims; ++d) t.ne[d] = st.shape[static_cast<size_t>(t.n_dims - 1 - d)];
+  t.nbytes = st.nbytes;
+  t.data = st.data;
+  return t;
+}
+
+}  // namespace
+
+// The matrix of a GPTQ/AWQ Linear `prefix` from its packed tensors, in a buffer of this file.
+TensorInfo HfModelFile::packed_linear_tensor(const std::string& prefix,
+                                             const std::map<std::string, size_t>& shard_of,
+                                             const std::string& label) {
+  const auto find = [&](const char* suffix) -> const SafetensorsTensor* {
+    const auto it = shard_of.find(prefix + suffix);
+    return it == shard_of.end() ? nullptr : shards_[it->second]->find(prefix + suffix);
+  };
+  PackedLinear p;
+  p.qweight = find(".qweight");
+  p.qzeros = find(".qzeros");
+  p.scales = find(".scales");
+  p.g_idx = find(".g_idx");
+  const UnpackedLinear u =
+      unpack_quantized_linear(*quant_, p, label, [this](size_t n) { return own_buffer(n); });
+  TensorInfo t;
+  t.type = u.type;
+  t.n_dims = 2;
+  t.ne = {u.n_in, u.n_out, 1, 1};
+  t.data = u.data;
+  t.nbytes = u.nbytes;
+  return t;
+}
+
 void HfModelFile::load_tensors(const std::string& dir, bool tied, bool permute) {
   const std::string arch = *metadata_.get_string("general.architecture");
   const int64_t n_layers = *metadata_.get_int(arch + ".block_count");
@@ -305,36 +367,31 @@ void HfModelFile::load_tensors(const std::string& dir, bool tied, bool permute) 
   const int64_t head_dim = *metadata_.get_int(arch + ".rope.dimension_count");
 
   const std::vector<std::pair<std::string, size_t>> sources = open_shards(dir);
-  const bool has_embed = std::any_of(sources.begin(), sources.end(),
-                                     [](const auto& s) { return s.first == "model.embed_tokens.weight"; });
+  const std::map<std::string, size_t> shard_of(sources.begin(), sources.end());
+  const bool has_embed = shard_of.count("model.embed_tokens.weight") != 0;
   for (const auto& [hf_name, shard] : sources) {
     const SafetensorsFile& file = *shards_[shard];
     const SafetensorsTensor* st = file.find(hf_name);
     if (!st)
       STRATA_THROW(file.path(), ": lacks tensor '", escape_for_message(hf_name), "' listed in the index");
-    std::optional<std::string> name = gguf_tensor_name(hf_name, n_layers, file.path());
+    // A GPTQ/AWQ Linear is loaded once, at its qweight, as the matrix "X.weight".
+    const std::string packed = quant_ ? packed_linear_prefix(hf_name) : "";
+    if (!packed.empty() && !ends_with(hf_name, ".qweight")) {
+      if (!shard_of.count(packed + ".qweight"))
+        STRATA_THROW(file.path(), ": tensor '", escape_for_message(hf_name), "' has no '",
+                     escape_for_message(packed), ".qweight'");
+      continue;
+    }
+    std::optional<std::string> name =
+        gguf_tensor_name(packed.empty() ? hf_name : packed + ".weight", n_layers, file.path());
     if (!name) continue;
     if (*name == "output.weight" && tied) {
       if (has_embed) continue;
       name = "token_embd.weight";  // tied checkpoint saved with lm_head.weight as the only copy
     }
     const std::string label = concat(file.path(), ": tensor '", escape_for_message(hf_name), "'");
-    TensorInfo t;
+    TensorInfo t = packed.empty() ? plain_tensor(*st, label) : packed_linear_tensor(packed, shard_of, label);
     t.name = *name;
-    if (st->dtype == "F32")
-      t.type = TensorType::F32;
-    else if (st->dtype == "F16")
-      t.type = TensorType::F16;
-    else if (st->dtype == "BF16")
-      t.type = TensorType::BF16;
-    else
-      STRATA_THROW(label, " has dtype ", st->dtype, " (supported: F32, F16, BF16)");
-    if (st->shape.empty() || st->shape.size() > 4)
-      STRATA_THROW(label, " has ", st->shape.size(), " dimensions");
-    t.n_dims = static_cast<int>(st->shape.size());
-    for (int d = 0; d < t.n_dims; ++d) t.ne[d] = st->shape[static_cast<size_t>(t.n_dims - 1 - d)];
-    t.nbytes = st->nbytes;
-    t.data = st->data;
 
     const bool is_q = name->find(".attn_q.") != std::string::npos,
                is_k = name->find(".attn_k.") != std::string::npos;
@@ -345,10 +402,10 @@ void HfModelFile::load_tensors(const std::string& dir, bool tied, bool permute) 
       if (t.n_dims > 2 || n_rows != expect_rows)
         STRATA_THROW(label, " has ", n_rows, " rows, expected ", expect_rows, " (heads x head_dim)");
       uint8_t* buf = own_buffer(t.nbytes);
-      permute_rope_rows(st->data, buf, n_rows, t.n_dims == 1 ? elem : static_cast<size_t>(t.ne[0]) * elem,
-                        head_dim);
+      permute_rope_rows(static_cast<const uint8_t*>(t.data), buf, n_rows,
+                        t.nbytes / static_cast<size_t>(n_rows), head_dim);
       t.data = buf;
-    } else if (reinterpret_cast<uintptr_t>(t.data) % elem != 0) {
+    } else if (t.data == st->data && reinterpret_cast<uintptr_t>(t.data) % elem != 0) {
       uint8_t* buf = own_buffer(t.nbytes);
       std::memcpy(buf, st->data, t.nbytes);
       t.data = buf;

@@ -27,16 +27,23 @@
 // on the HF layout, so it is not permuted. With tie_word_embeddings there is no output.weight
 // (a checkpoint holding only lm_head.weight provides token_embd.weight from it).
 //
+// GPTQ/AWQ checkpoints (a "quantization_config" in config.json): each packed Linear becomes one
+// Q4_0 / Q4_1 / Q8_0 (F16 / F32 where the grid has no exact GGUF type) matrix, see
+// formats/quantized_checkpoint.h.
+//
 // Tokenizer keys come from add_hf_tokenizer_metadata (formats/hf_tokenizer.h) when the
 // directory has a tokenizer.json.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "formats/model_file.h"
+#include "formats/quantized_checkpoint.h"
 #include "formats/safetensors.h"
 
 namespace strata {
@@ -50,8 +57,11 @@ class HfModelFile : public ModelFile {
   HfModelFile() = default;
   std::vector<std::pair<std::string, size_t>> open_shards(const std::string& dir);
   void load_tensors(const std::string& dir, bool tied, bool permute_qk);
+  TensorInfo packed_linear_tensor(const std::string& prefix, const std::map<std::string, size_t>& shard_of,
+                                  const std::string& label);
 
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::optional<QuantizedCheckpointConfig> quant_;  // GPTQ/AWQ checkpoints (formats/quantized_checkpoint.h)
 };
 
 // True when `path` is a directory holding config.json.
