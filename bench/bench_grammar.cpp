@@ -74,7 +74,7 @@ ConstraintSpec tool_calls() {
 // mask (which then is a cache lookup).
 void BM_Compile(benchmark::State& state, ConstraintSpec spec) {
   const auto v = vocab();
-  int64_t states = 0, work = 0;
+  int64_t states = 0, work = 0, computed = 0;
   for (auto _ : state) {
     const auto f = grammar::compile_constraint(spec, v);
     auto m = f->make();
@@ -83,9 +83,11 @@ void BM_Compile(benchmark::State& state, ConstraintSpec spec) {
     benchmark::DoNotOptimize(allowed.data());
     states = f->compiled().grammar().n_states();
     work = f->compiled().masks().work();
+    computed = f->compiled().masks().n_computed();
   }
   state.counters["states"] = static_cast<double>(states);
   state.counters["trie_steps"] = static_cast<double>(work);
+  state.counters["masks_computed"] = static_cast<double>(computed);  // the others are shared
 }
 
 // A plausible output: JSON text written for the schema, cut into tokens by greedy longest

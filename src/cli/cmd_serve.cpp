@@ -37,6 +37,7 @@ struct ServeOptions {
   double shutdown_timeout_s = 30.0;
   std::string max_body = "16MiB";
   std::string chat_template_file;
+  bool no_webui = false;
 };
 
 // Waits for SIGTERM/SIGINT on a thread of its own (the signals are blocked everywhere else,
@@ -93,6 +94,7 @@ std::string file_name_of(const std::string& path) {
 void configure(ServeOptions& o) {
   if (o.http.served_model_name.empty()) o.http.served_model_name = file_name_of(o.model.model);
   o.http.max_body_bytes = server::parse_byte_size(o.max_body);
+  o.http.webui = !o.no_webui;
   if (!o.chat_template_file.empty()) {
     std::ifstream in(o.chat_template_file, std::ios::binary);
     if (!in) STRATA_THROW("--chat-template-file: cannot read ", o.chat_template_file);
@@ -131,6 +133,7 @@ void serve(ServeOptions& o) {
   http.attach(engine);
   log_info("ready: http://", o.http.host, ":", http.port(), "/v1 serves '", o.http.served_model_name, "'",
            o.http.api_key.empty() ? "" : " (API key required)");
+  if (o.http.webui) log_info("chat page: http://", o.http.host, ":", http.port(), "/");
   signals.wait();
   http.begin_drain();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000.0));
@@ -185,6 +188,7 @@ void setup(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--chat-template-file", o->chat_template_file,
                  "Jinja chat template used instead of the model's (llama.cpp's flag)");
+  cmd.add_flag("--no-webui", o->no_webui, "Do not serve the browser chat page at / (llama.cpp's flag)");
   cmd.callback([o] { serve(*o); });
 }
 

@@ -4,10 +4,11 @@
 
 #include "grammar/earley.h"
 #include "grammar/limits.h"
+#include "grammar/state_equivalence.h"
 
 namespace strata::grammar {
 
-TokenMaskCache::TokenMaskCache(const Grammar& g, const TokenVocab& vocab)
+TokenMaskCache::TokenMaskCache(const Grammar& g, const TokenVocab& vocab, bool share_equivalent)
     : n_words_((static_cast<size_t>(vocab.n_vocab()) + 63) / 64),
       entries_(static_cast<size_t>(g.n_states())),
       depth_(vocab.max_piece_bytes() + 2),
@@ -19,9 +20,24 @@ TokenMaskCache::TokenMaskCache(const Grammar& g, const TokenVocab& vocab)
     std::sort(c.begin(), c.end());
     c.erase(std::unique(c.begin(), c.end()), c.end());
   }
+  std::vector<int32_t> cls;
+  if (share_equivalent) {
+    int64_t refinement_work = 0;
+    cls = bounded_equivalence_classes(g, vocab.max_piece_bytes(), refinement_work);
+  }
+  std::vector<int32_t> computed_state(static_cast<size_t>(g.n_states()), -1);  // [class]
   EarleyParser inside(g), callers(g);
-  for (int32_t s : g.live_states())
-    if (!g.byte_edges(s).empty()) compute(s, g, vocab, inside, callers);
+  for (int32_t s : g.live_states()) {
+    if (g.byte_edges(s).empty()) continue;
+    int32_t& done = computed_state[static_cast<size_t>(cls.empty() ? s : cls[static_cast<size_t>(s)])];
+    if (done >= 0) {
+      entries_[static_cast<size_t>(s)] = entries_[static_cast<size_t>(done)];
+      continue;
+    }
+    compute(s, g, vocab, inside, callers);
+    ++n_computed_;
+    done = s;
+  }
 }
 
 namespace {
@@ -46,6 +62,10 @@ int32_t unique_target(const Grammar& g, int32_t s, uint8_t byte) {
 // time `inside` can complete the rule. While `inside` is one item moving through states
 // without references (a DFA path), it is followed as a state number per depth; the Earley
 // recognizer takes over from the first state that calls a rule.
+//
+// `callers` is only consulted where `inside` has died, so its sets are computed then, for the
+// depths of the current path not yet computed: below a token that `inside` reads (most of the
+// trie: every leaf of an accepted subtree) it is never run at all.
 void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& vocab, EarleyParser& inside,
                              EarleyParser& callers) {
   ByteSet first;
@@ -60,8 +80,30 @@ void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& 
   int64_t n_accepted = 0;
   // Per depth on the current path.
   Depth* at = depth_.data();
-  at[0] = {state, true, false, false};
+  at[0] = {state, true, false, false, false, false, 0};
   size_t inside_base = 0, callers_base = 0;  // depth of each recognizer's set 0
+  size_t callers_done = 0;  // depths 1 .. callers_done of the current path have their callers fields
+  // Runs `callers` along the current path up to depth d (its sets, `live` and `uncertain`).
+  // Once entered on a path, it gets a set at every depth (empty ones too), so that its set
+  // index stays depth - callers_base.
+  auto run_callers = [&](size_t d) {
+    for (size_t k = callers_done + 1; k <= d; ++k) {
+      const Depth& up = at[k - 1];
+      Depth& here = at[k];
+      here.uncertain = up.uncertain || (up.callers && callers.origin0_final_at(k - 1 - callers_base));
+      here.live = false;
+      if (!here.callers) continue;
+      if (up.callers) {
+        callers.truncate(k - callers_base);
+      } else {
+        callers.reset_empty();
+        callers_base = k - 1;
+      }
+      here.live = callers.push_inject(
+          here.byte, here.popped ? std::span<const int32_t>(after_rule) : std::span<const int32_t>());
+    }
+    callers_done = d;
+  };
   int64_t steps = 0;
   const auto n_nodes = static_cast<int32_t>(nodes.size());
   for (int32_t i = 1; i < n_nodes;) {
@@ -74,7 +116,8 @@ void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& 
     const size_t d = nd.depth;
     const Depth& up = at[d - 1];
     Depth& here = at[d];
-    here = {-1, false, false, up.uncertain || (up.callers && callers.origin0_final_at(d - 1 - callers_base))};
+    callers_done = std::min(callers_done, d - 1);
+    here = {-1, false, false, false, false, false, nd.byte};
     bool popped = false;
     if (up.inside && up.fast >= 0) {
       const int32_t t = unique_target(g, up.fast, nd.byte);
@@ -93,20 +136,8 @@ void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& 
       here.inside = inside.push(nd.byte);
       popped = here.inside && inside.origin0_final();
     }
-    // Once entered on this path, `callers` gets a set at every depth (empty ones too), so
-    // that its set index stays depth - callers_base.
-    bool in_caller = false;
-    if (up.callers || popped) {
-      if (up.callers) {
-        callers.truncate(d - callers_base);
-      } else {
-        callers.reset_empty();
-        callers_base = d - 1;
-      }
-      in_caller = callers.push_inject(
-          nd.byte, popped ? std::span<const int32_t>(after_rule) : std::span<const int32_t>());
-      here.callers = true;
-    }
+    here.popped = popped;
+    here.callers = up.callers || popped;
     if (here.inside) {
       for (int32_t r = nd.rank_begin; r < nd.rank_begin + nd.n_here; ++r) {
         const int32_t id = ranked[static_cast<size_t>(r)];
@@ -114,7 +145,10 @@ void TokenMaskCache::compute(int32_t state, const Grammar& g, const TokenVocab& 
       }
       n_accepted += nd.n_here;
       ++i;
-    } else if (in_caller) {
+      continue;
+    }
+    run_callers(d);
+    if (here.live) {
       for (int32_t r = nd.rank_begin; r < nd.rank_begin + nd.n_here; ++r) uncertain_.push_back(r);
       ++i;
     } else {

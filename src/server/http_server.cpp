@@ -11,6 +11,7 @@
 #include "server/api_key.h"
 #include "server/elastic_task_queue.h"
 #include "server/server_context.h"
+#include "server/webui.h"
 
 namespace strata::server {
 
@@ -140,7 +141,8 @@ void Server::Impl::install_routes() {
   http.set_keep_alive_timeout(2);
   http.new_task_queue = [max = ctx.options.max_connection_threads] { return new ElasticTaskQueue(max); };
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/health" || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/health" || (ctx.options.webui && is_webui_path(req.path)) || authorized(req))
+      return httplib::Server::HandlerResponse::Unhandled;
     set_error(res, 401, unauthorized().body());
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -162,6 +164,7 @@ void Server::Impl::install_routes() {
               handle_generation(ctx, req, res, Endpoint::ChatCompletions);
             }));
   install_info_routes(http, ctx);
+  if (ctx.options.webui) install_webui_routes(http);
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {

@@ -2,8 +2,9 @@
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE streaming),
 // GET /v1/models[/ID], GET /health, GET /metrics (Prometheus text), POST /tokenize,
-// POST /detokenize, GET /debug/stats (engine counters as JSON, for tests and operators).
-// Every route except /health needs the API key when one is set. Errors are OpenAI-shaped.
+// POST /detokenize, GET /debug/stats (engine counters as JSON, for tests and operators), and the
+// browser chat page at GET / (server/webui.h). Every route except /health and the page's files
+// needs the API key when one is set. Errors are OpenAI-shaped.
 //
 // Life cycle: start() binds and serves at once, answering 503 until attach() hands it the
 // engine (the model loads meanwhile); drain() refuses new work with 503 and waits for the
@@ -34,6 +35,8 @@ struct ServerOptions {
   // Jinja source that replaces the model's chat template (--chat-template-file); empty: the
   // model's own (or ChatML when it has none).
   std::string chat_template_source;
+  // The browser chat page at GET / (--no-webui: off, and GET / answers 404).
+  bool webui = true;
 };
 
 class Server {

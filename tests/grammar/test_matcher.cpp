@@ -40,7 +40,8 @@ std::vector<ConstraintSpec> specs() {
       schema_spec(nlohmann::ordered_json::parse(R"g({"type": "object", "properties": {
           "name": {"type": "string", "maxLength": 12}, "n": {"type": "integer", "minimum": -5, "maximum": 300},
           "tags": {"type": "array", "items": {"enum": ["a b", "c\"d", "é"]}, "maxItems": 3},
-          "when": {"type": "string", "format": "date-time"}}, "required": ["name", "n"]})g")),
+          "when": {"type": "string", "format": "date-time"}, "mail": {"type": "string", "format": "email"}},
+          "required": ["name", "n"]})g")),
       regex_spec("[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8}){0,2}, [0-9]{2,5}!?"),
       choice,
   };
