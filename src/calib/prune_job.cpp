@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "calib/overlay_model_file.h"
 #include "calib/progress.h"
 #include "calib/stats_source.h"
 #include "core/check.h"
@@ -54,6 +55,8 @@ class PruneJob {
 
  private:
   bool wants_gram() const { return o_.method == PruneMethod::SparseGpt; }
+  bool sequential() const { return o_.sequential && stats_ && stats_->can_reload(); }
+  void reload_pruned_prefix();
   void open_sources();
   std::vector<std::vector<size_t>> groups() const;
   TensorType stored_type(const TensorInfo& t) const;
@@ -92,6 +95,7 @@ void PruneJob::open_sources() {
 std::vector<std::vector<size_t>> PruneJob::groups() const {
   std::vector<std::vector<size_t>> g(1);
   const bool passes = stats_ && wants_gram() && o_.imatrix_path.empty();
+  const bool per_layer = sequential() && o_.method != PruneMethod::Magnitude;
   std::map<int64_t, std::vector<size_t>> by_layer;
   const auto& ts = src_->tensors();
   for (size_t i = 0; i < ts.size(); ++i)
@@ -102,7 +106,7 @@ std::vector<std::vector<size_t>> PruneJob::groups() const {
     for (size_t i : idx)
       bytes += static_cast<size_t>(ts[i].ne[0] * ts[i].ne[0]) * sizeof(float) *
                static_cast<size_t>(ts[i].ne[2] * ts[i].ne[3]);
-    if (passes && used > 0 && used + bytes > o_.calib_mem) {
+    if ((per_layer && !g.back().empty()) || (passes && used > 0 && used + bytes > o_.calib_mem)) {
       g.emplace_back();
       used = 0;
     }
@@ -176,6 +180,14 @@ void PruneJob::prune_tensor(size_t index) {
   result_.tensors.push_back(std::move(rep));
 }
 
+void PruneJob::reload_pruned_prefix() {
+  std::map<std::string, TensorOverride> over;
+  for (size_t i = 0; i < out_.size(); ++i)
+    if (!out_[i].src)
+      over[src_->tensors()[i].name] = TensorOverride{out_[i].type, out_[i].data.data(), out_[i].data.size()};
+  stats_->reload(overlay_model_file(*src_, over));
+}
+
 void PruneJob::write() {
   GgufWriter w;
   w.set_metadata(src_->metadata());
@@ -211,8 +223,10 @@ PruneJobResult PruneJob::run() {
   for (const auto& g : gs) total += g.size();
   if (total == 0) STRATA_THROW(o_.input, ": no linear layers to prune");
   int64_t done = 0;
-  for (const auto& g : gs) {
+  for (size_t k = 0; k < gs.size(); ++k) {
+    const auto& g = gs[k];
     if (stats_) {
+      if (k > 0 && sequential()) reload_pruned_prefix();
       std::set<std::string> grams;
       if (wants_gram())
         for (size_t i : g) grams.insert(ts[i].name);

@@ -31,6 +31,9 @@ struct PruneJobOptions {
   // Pruned matrices are stored as this type (rounded to nearest, imatrix-weighted when there are
   // statistics); unset: the source's type when it is F32, F16 or BF16, else F32.
   std::optional<TensorType> type;
+  // Calibrate each layer on the outputs of the layers before it, already pruned (the protocol of
+  // the SparseGPT and Wanda papers; one calibration pass per layer) instead of on the dense model.
+  bool sequential = false;
   int threads = 0;
 };
 

@@ -67,6 +67,7 @@ void StatsSource::reload(std::unique_ptr<ModelFile> file) {
   STRATA_CHECK(from_text_);
   model_.reset();
   model_ = Model::load(std::move(file), *recorder_);
+  reloaded_ = true;
 }
 
 bool StatsSource::can_collect_grams() const {
@@ -79,7 +80,9 @@ bool StatsSource::can_collect_grams() const {
 
 void StatsSource::prepare(const std::set<std::string>& gram_tensors) {
   if (!from_text_) return;
-  if (passes > 0 && gram_tensors.empty()) return;  // plain statistics are the same in every pass
+  // Plain statistics are the same in every pass, unless the model was reloaded since.
+  if (passes > 0 && gram_tensors.empty() && !reloaded_) return;
+  reloaded_ = false;
   recorder_->stats().clear();
   recorder_->clear_grams();
   recorder_->set_gram_filter(

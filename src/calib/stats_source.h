@@ -55,6 +55,7 @@ class StatsSource {
   StatsSource() = default;
   StatsMap file_stats_;
   bool from_text_ = false;
+  bool reloaded_ = false;  // reload() since the last pass
   CalibrationText text_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<RecordingBackend> recorder_;

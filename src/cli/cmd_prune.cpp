@@ -61,9 +61,13 @@ void run(PruneCliOptions& c) {
     elements += t.elements;
   }
   std::fprintf(
-      stderr, "strata: wrote %s: %zu matrices pruned (%.2f%% of their weights zero), %.2f MiB -> %.2f MiB\n",
+      stderr,
+      "strata: wrote %s: %zu matrices pruned (%.2f%% of their weights zero), %.2f MiB -> %.2f MiB%s\n",
       o.output.c_str(), r.tensors.size(), 100.0 * static_cast<double>(zeros) / static_cast<double>(elements),
-      static_cast<double>(r.in_bytes) / 1048576.0, static_cast<double>(r.out_bytes) / 1048576.0);
+      static_cast<double>(r.in_bytes) / 1048576.0, static_cast<double>(r.out_bytes) / 1048576.0,
+      r.calibration_passes > 0
+          ? (", " + std::to_string(r.calibration_passes) + " calibration pass(es)").c_str()
+          : "");
 }
 
 void setup(CLI::App& cmd) {
@@ -86,6 +90,8 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--calib-chunks", o.calib_chunks, "Calibration chunks at most (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd.add_option("--calib-mem", c->calib_mem, "Gram matrices held per calibration pass (default 2GiB)");
+  cmd.add_flag("--sequential", o.sequential,
+               "Calibrate each layer on the already pruned layers before it (one pass per layer)");
   cmd.add_option("--damp", o.sparsegpt.damp, "SparseGPT: damping, a fraction of mean(diag H) (default 0.01)");
   cmd.add_option("--block", o.sparsegpt.block,
                  "SparseGPT: columns per lazy batch and mask block (default 128)")

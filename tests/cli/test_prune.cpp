@@ -155,6 +155,34 @@ TEST_F(PruneCli, SparseGptKeepsPatternAndMovesKeptWeights) {
   }
 }
 
+// --sequential: layer 0 sees the same dense inputs either way (the same Wanda masks); the later
+// layers see the pruned layers' outputs, so their statistics and masks change.
+TEST_F(PruneCli, SequentialCalibratesOnPrunedPrefix) {
+  const std::vector<std::string> common = {"--method",     "wanda", "--sparsity",     "0.5",
+                                           "--calib-file", text(),  "--calib-chunks", "2",
+                                           "--calib-ctx",  "128"};
+  std::vector<std::string> a = {"prune", model(), out("a.gguf")},
+                           b = {"prune", model(), out("b.gguf"), "--sequential"};
+  a.insert(a.end(), common.begin(), common.end());
+  b.insert(b.end(), common.begin(), common.end());
+  ASSERT_EQ(strata(a).exit_code, 0);
+  const auto r = strata(b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("5 calibration pass(es)"), std::string::npos) << r.err;  // one per layer
+  const auto fa = GgufFile::open(out("a.gguf"));
+  const auto fb = GgufFile::open(out("b.gguf"));
+  int differ_later = 0;
+  for (const TensorInfo& t : fa->tensors()) {
+    if (!linear_layer(t.name)) continue;
+    const bool same = std::memcmp(t.data, fb->find_tensor(t.name)->data, t.nbytes) == 0;
+    if (t.name.starts_with("blk.0."))
+      EXPECT_TRUE(same) << t.name;
+    else
+      differ_later += !same;
+  }
+  EXPECT_GE(differ_later, 20);  // of the 28 matrices of layers 1-4
+}
+
 TEST_F(PruneCli, TypeQuantizesPrunedMatrices) {
   const auto r = strata({"prune", model(), out("q.gguf"), "--sparsity", "0.5", "--type", "q8_0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
