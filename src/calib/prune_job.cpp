@@ -77,11 +77,13 @@ void PruneJob::open_sources() {
   src_ = open_model_file(o_.input, o_.tokenizer);
   if (!o_.imatrix_path.empty() && !o_.calib_text.empty())
     STRATA_THROW("give either --imatrix or --calib-file, not both");
-  if (!o_.imatrix_path.empty())
+  if (!o_.imatrix_path.empty()) {
     stats_ = StatsSource::from_file(o_.imatrix_path);
-  else if (!o_.calib_text.empty())
+    stats_->match_model(*src_);
+  } else if (!o_.calib_text.empty()) {
     stats_ = StatsSource::from_text(o_.input, o_.tokenizer, o_.calib_text, o_.calib_name, o_.calib_ctx,
                                     o_.calib_chunks, pool_.size());
+  }
   if (!stats_ && o_.method != PruneMethod::Magnitude)
     STRATA_THROW("method ", prune_method_name(o_.method),
                  " needs calibration data: give --calib-file TEXT or --imatrix FILE");

@@ -63,6 +63,14 @@ std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_pat
   return s;
 }
 
+void StatsSource::match_model(const ModelFile& model) {
+  if (from_text_) return;
+  for (const TensorInfo& t : model.tensors()) {
+    const auto it = file_stats_.find(t.name);
+    if (it != file_stats_.end() && t.n_dims >= 3) split_experts(it->second, t.ne[0], t.ne[2] * t.ne[3]);
+  }
+}
+
 void StatsSource::reload(std::unique_ptr<ModelFile> file) {
   STRATA_CHECK(from_text_);
   model_.reset();
