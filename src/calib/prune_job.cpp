@@ -75,6 +75,8 @@ class PruneJob {
 
 void PruneJob::open_sources() {
   src_ = open_model_file(o_.input, o_.tokenizer);
+  for (const TensorInfo& t : src_->tensors())  // before any calibration pass
+    if (is_prunable_tensor(t.name, t.n_dims)) check_pattern_fits(o_.pattern, t.ne[0], t.name);
   if (!o_.imatrix_path.empty() && !o_.calib_text.empty())
     STRATA_THROW("give either --imatrix or --calib-file, not both");
   if (!o_.imatrix_path.empty()) {
@@ -163,12 +165,13 @@ void PruneJob::prune_tensor(size_t index) {
   const size_t in_row = row_bytes(t.type, n_in), out_row = row_bytes(rep.type, n_in);
   o.data.resize(out_row * static_cast<size_t>(n_out * n_mat));
   std::vector<float> w(static_cast<size_t>(n_in * n_out));  // [n_out, n_in] one slice
+  std::set<std::string> hows;                               // of the slices so far
   for (int64_t e = 0; e < n_mat; ++e) {
     const auto* src = static_cast<const uint8_t*>(t.data) + static_cast<size_t>(e * n_out) * in_row;
     for (int64_t r = 0; r < n_out; ++r)
       dequantize_row(t.type, src + static_cast<size_t>(r) * in_row, w.data() + r * n_in, n_in);
     const std::string how = prune_slice(t, static_cast<int>(e), w.data(), &rep.zeros);
-    if (e == 0 || how != rep.how) rep.how = e == 0 ? how : rep.how + ", " + how;
+    if (hows.insert(how).second) rep.how += (rep.how.empty() ? "" : ", ") + how;  // distinct, in order
     std::optional<InputStats> in;
     if (stats_ && !is_float(rep.type)) in = stats_->input_stats(t.name, static_cast<int>(e), false);
     const float* imp = in && in->n == n_in ? in->msq.data() : nullptr;
