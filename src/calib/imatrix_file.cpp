@@ -282,6 +282,23 @@ void write_imatrix_gguf(const CalibrationFile& f, const std::string& path, bool 
   w.write(path);
 }
 
+void split_experts(TensorStats& st, int64_t n_in, int64_t n_mat) {
+  if (st.n_mat != 1 || n_mat <= 1 || n_in <= 0 || st.n_in != n_in * n_mat || n_mat > 65536) return;
+  TensorStats out(n_in, static_cast<int>(n_mat));
+  out.sum_sq = st.sum_sq;
+  out.count.assign(static_cast<size_t>(n_mat), st.count[0]);
+  auto keep = [&](const auto& v, auto& dst) {
+    if (v.size() == static_cast<size_t>(n_in * n_mat))
+      dst.assign(v.begin(), v.end());
+    else
+      dst.clear();
+  };
+  keep(st.sum, out.sum);
+  keep(st.sum_abs, out.sum_abs);
+  keep(st.abs_max, out.abs_max);
+  st = std::move(out);
+}
+
 void write_imatrix_dat(const CalibrationFile& f, const std::string& path) {
   std::string out;
   auto put_i32 = [&](int64_t v) {
@@ -291,19 +308,23 @@ void write_imatrix_dat(const CalibrationFile& f, const std::string& path) {
   const int64_t chunk = std::max<int64_t>(1, f.chunk_size);
   put_i32(static_cast<int64_t>(f.stats.size()));
   for (const auto& [tensor, st] : f.stats) {
-    if (st.n_mat != 1) STRATA_THROW("the legacy imatrix format cannot hold the experts of '", tensor, "'");
     put_i32(static_cast<int64_t>(tensor.size()));
     out += tensor;
-    const double count = st.count[0];
+    // One call count for all experts: from the most used one, as llama-imatrix does.
+    const double count = *std::max_element(st.count.begin(), st.count.end());
     const int64_t ncall =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(count / static_cast<double>(chunk))));
     put_i32(ncall);
-    put_i32(st.n_in);
-    for (int64_t i = 0; i < st.n_in; ++i) {
-      // Partial data (a matrix never reached): llama-imatrix stores 1.
-      const float v =
-          count > 0 ? static_cast<float>(st.sum_sq[static_cast<size_t>(i)] / count * ncall) : 1.0f;
-      out.append(reinterpret_cast<const char*>(&v), 4);
+    put_i32(st.n_in * st.n_mat);
+    for (int64_t e = 0; e < st.n_mat; ++e) {
+      const double c = st.count[static_cast<size_t>(e)];
+      for (int64_t i = 0; i < st.n_in; ++i) {
+        // Partial data (a matrix or expert never reached): llama-imatrix stores 1 (times ncall).
+        const float v = c > 0
+                            ? static_cast<float>(st.sum_sq[static_cast<size_t>(e * st.n_in + i)] / c * ncall)
+                            : static_cast<float>(st.n_mat > 1 ? ncall : 1);
+        out.append(reinterpret_cast<const char*>(&v), 4);
+      }
     }
   }
   put_i32(f.chunk_count);

@@ -13,7 +13,10 @@
 // i32 ncall, i32 nval, f32 values[nval] = (sum x^2 / count) * ncall with ncall = ceil(max
 // count / chunk size); then optionally i32 chunk count, i32 dataset length and its bytes.
 // llama-quantize divides the values by ncall. Read back, sum_sq = values and count = ncall (the
-// same importance).
+// same importance). An expert tensor's entry holds its experts one after another (nval = n_in *
+// n_mat), each divided by its own count and scaled by the one ncall (an expert never routed to:
+// 1 * ncall); the file does not say n_mat, so it reads back as one [n_in * n_mat] entry that
+// split_experts() cuts once the tensor's shape is known.
 //
 // Readers treat the file as hostile: any truncation, bad shape, type, count or non-finite value
 // is a one-line strata::Error, never a crash or an unbounded allocation.
@@ -40,6 +43,10 @@ struct CalibrationFile {
 CalibrationFile read_calibration_file(const std::string& path);
 // The same from bytes in memory (fuzzing, tests); `name` stands for the file in messages.
 CalibrationFile parse_calibration_file(const void* data, size_t size, const std::string& name);
+
+// A legacy entry of n_in * n_mat values for a tensor of n_mat matrices of n_in inputs becomes
+// n_mat slices of n_in with the entry's count each; other entries are left as they are.
+void split_experts(TensorStats& st, int64_t n_in, int64_t n_mat);
 
 // with_gram: also write the Gram matrices (only those finalized).
 void write_imatrix_gguf(const CalibrationFile& f, const std::string& path, bool with_gram);

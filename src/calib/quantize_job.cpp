@@ -119,6 +119,7 @@ void Job::open_sources() {
     STRATA_THROW("give either --imatrix or --calib-file, not both");
   if (!o_.imatrix_path.empty()) {
     stats_ = StatsSource::from_file(o_.imatrix_path);
+    stats_->match_model(*src_);
   } else if (!o_.calib_text.empty()) {
     stats_ = StatsSource::from_text(o_.input, o_.tokenizer, o_.calib_text, o_.calib_name, o_.calib_ctx,
                                     o_.calib_chunks, pool_.size());

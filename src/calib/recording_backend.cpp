@@ -1,5 +1,7 @@
 #include "calib/recording_backend.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "formats/model_file.h"
 
@@ -24,12 +26,74 @@ class RecordedMatrix final : public BackendMatrix {
   std::unique_ptr<BackendMatrix> inner_;
 };
 
+// The same for a stack of matrices.
+class RecordedStack final : public BackendMatrixStack {
+ public:
+  RecordedStack(std::string name, std::unique_ptr<BackendMatrixStack> inner)
+      : name_(std::move(name)), inner_(std::move(inner)) {}
+  TensorType type() const override { return inner_->type(); }
+  int64_t n_mats() const override { return inner_->n_mats(); }
+  int64_t n_in() const override { return inner_->n_in(); }
+  int64_t n_out() const override { return inner_->n_out(); }
+  size_t matrix_bytes() const override { return inner_->matrix_bytes(); }
+  size_t owned_bytes() const override { return inner_->owned_bytes(); }
+  const std::string& name() const { return name_; }
+  const BackendMatrixStack& inner() const { return *inner_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<BackendMatrixStack> inner_;
+};
+
 }  // namespace
 
 RecordingBackend::RecordingBackend(Backend& inner, int n_threads) : inner_(inner), pool_(n_threads) {}
 
 std::unique_ptr<BackendMatrix> RecordingBackend::prepare_matrix(const TensorInfo& t) {
   return std::make_unique<RecordedMatrix>(t.name, inner_.prepare_matrix(t));
+}
+
+std::unique_ptr<BackendMatrixStack> RecordingBackend::prepare_matrix_stack(const TensorInfo& t) {
+  return std::make_unique<RecordedStack>(t.name, inner_.prepare_matrix_stack(t));
+}
+
+void RecordingBackend::matmul_stack(const BackendMatrixStack& w, const int32_t* ids, int64_t n_tokens,
+                                    int64_t n_slots, const float* x, SlotLayout x_layout, float* y,
+                                    SlotLayout y_layout) {
+  const auto& m = static_cast<const RecordedStack&>(w);
+  tick();
+  if (recording_ && n_tokens > 0 && n_slots > 0)
+    record_stack(m.name(), m.n_mats(), m.n_in(), ids, n_tokens, n_slots, x, x_layout);
+  inner_.matmul_stack(m.inner(), ids, n_tokens, n_slots, x, x_layout, y, y_layout);
+}
+
+void RecordingBackend::record_stack(const std::string& tensor, int64_t n_mats, int64_t n_in,
+                                    const int32_t* ids, int64_t n_tokens, int64_t n_slots, const float* x,
+                                    SlotLayout x_layout) {
+  STRATA_CHECK(n_mats > 0 && n_mats <= (int64_t{1} << 20));
+  // Rows per matrix, in token order (a stable order keeps the sums reproducible).
+  std::vector<int64_t> first(static_cast<size_t>(n_mats + 1), 0);
+  for (int64_t i = 0; i < n_tokens * n_slots; ++i) {
+    const int32_t e = ids[i];
+    STRATA_CHECK(e >= 0 && e < n_mats, "expert id ", e, " of ", tensor, " out of range");
+    ++first[static_cast<size_t>(e + 1)];
+  }
+  for (int64_t e = 0; e < n_mats; ++e) first[static_cast<size_t>(e + 1)] += first[static_cast<size_t>(e)];
+  std::vector<int64_t> order(static_cast<size_t>(n_tokens * n_slots));
+  std::vector<int64_t> next(first.begin(), first.end() - 1);
+  for (int64_t i = 0; i < n_tokens * n_slots; ++i)
+    order[static_cast<size_t>(next[static_cast<size_t>(ids[i])]++)] = i;
+  for (int64_t e = 0; e < n_mats; ++e) {
+    const int64_t b = first[static_cast<size_t>(e)], rows = first[static_cast<size_t>(e + 1)] - b;
+    if (rows == 0) continue;
+    gathered_.resize(static_cast<size_t>(rows * n_in));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = order[static_cast<size_t>(b + r)];
+      const float* src = x + (i / n_slots) * x_layout.token_stride + (i % n_slots) * x_layout.slot_stride;
+      std::copy(src, src + n_in, gathered_.data() + r * n_in);
+    }
+    record_expert(tensor, static_cast<int>(e), static_cast<int>(n_mats), n_in, gathered_.data(), rows);
+  }
 }
 
 void RecordingBackend::matmul(const BackendMatrix& w, const float* x, float* y, int64_t n_tokens) {

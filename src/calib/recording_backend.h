@@ -1,16 +1,19 @@
 // A Backend decorator that watches the inputs of every weight matrix while the engine runs a
 // model over calibration text: it forwards every call to the wrapped backend unchanged and, for
 // matmul(), records the input rows x [n_tokens, n_in] into the statistics of the prepared
-// matrix (named by its TensorInfo). The decoder is not touched: calibration is the ordinary
-// engine running on this backend.
+// matrix (named by its TensorInfo); for matmul_stack(), the rows routed to each matrix of the
+// stack into that matrix's slice (per-expert statistics, as llama-imatrix collects for
+// MUL_MAT_ID). The decoder is not touched: calibration is the ordinary engine running on this
+// backend.
 //
 // Matrices that read the same input (consecutive matmuls on the same x with no other op in
-// between: q/k/v, gate/up) share one Gram matrix.
+// between: q/k/v, gate/up) share one Gram matrix; expert slices each have their own.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "calib/activation_stats.h"
@@ -27,7 +30,8 @@ class RecordingBackend final : public Backend {
   void set_recording(bool on) { recording_ = on; }
   // Matrices whose Gram matrix is accumulated (default: none).
   void set_gram_filter(std::function<bool(const std::string&)> filter) { gram_filter_ = std::move(filter); }
-  // Rows routed to expert `expert` of a matrix holding n_experts: x [n_rows, n_in].
+  // Rows routed to expert `expert` of a matrix holding n_experts: x [n_rows, n_in]. matmul_stack
+  // calls it with the rows of each matrix of the stack.
   void record_expert(const std::string& tensor, int expert, int n_experts, int64_t n_in, const float* x,
                      int64_t n_rows);
 
@@ -55,12 +59,11 @@ class RecordingBackend final : public Backend {
   void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) override;
   void attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch, const AttentionParams& p,
                  float* out) override;
-  // The ops of the newer architectures pass through (each is "another op": inputs after it are
-  // not shared). Expert stacks are not recorded here: matmul_stack sees rows already grouped by
-  // expert inside the backend, so MoE experts get no statistics (dense matrices do).
-  std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) override {
-    return inner_.prepare_matrix_stack(t);
-  }
+  // Stacks (MoE experts, MLA's per-head k_b / v_b) are recorded per matrix: each matrix's
+  // statistics count only the rows routed to it (llama-imatrix's per-expert counts of
+  // MUL_MAT_ID). The other ops of the newer architectures pass through (each is "another op":
+  // inputs after it are not shared).
+  std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) override;
   void glu(GluKind kind, const float* gate, const float* up, int64_t in_stride, float* out, int64_t n_rows,
            int64_t n) override {
     tick();
@@ -85,10 +88,7 @@ class RecordingBackend final : public Backend {
     inner_.moe_route(logits, n_tokens, r, ids, weights);
   }
   void matmul_stack(const BackendMatrixStack& w, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
-                    const float* x, SlotLayout x_layout, float* y, SlotLayout y_layout) override {
-    tick();
-    inner_.matmul_stack(w, ids, n_tokens, n_slots, x, x_layout, y, y_layout);
-  }
+                    const float* x, SlotLayout x_layout, float* y, SlotLayout y_layout) override;
   void add_stack_bias(float* y, const float* bias, const int32_t* ids, int64_t n_tokens, int64_t n_slots,
                       int64_t n) override {
     tick();
@@ -105,6 +105,9 @@ class RecordingBackend final : public Backend {
   // matmuls with no other op in between.
   void tick() { ++generation_; }
   void record(const std::string& tensor, int64_t n_in, const float* x, int64_t n_tokens);
+  // Gathers the rows x(t, s) routed to each matrix of a stack and records them per matrix.
+  void record_stack(const std::string& tensor, int64_t n_mats, int64_t n_in, const int32_t* ids,
+                    int64_t n_tokens, int64_t n_slots, const float* x, SlotLayout x_layout);
 
   Backend& inner_;
   ThreadPool pool_;
@@ -116,6 +119,7 @@ class RecordingBackend final : public Backend {
   int64_t last_rows_ = -1, last_n_in_ = -1;
   uint64_t last_generation_ = 0, generation_ = 1;
   std::string leader_;
+  std::vector<float> gathered_;  // [rows routed to one matrix, n_in] (record_stack)
 };
 
 }  // namespace strata::calib

@@ -63,10 +63,19 @@ std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_pat
   return s;
 }
 
+void StatsSource::match_model(const ModelFile& model) {
+  if (from_text_) return;
+  for (const TensorInfo& t : model.tensors()) {
+    const auto it = file_stats_.find(t.name);
+    if (it != file_stats_.end() && t.n_dims >= 3) split_experts(it->second, t.ne[0], t.ne[2] * t.ne[3]);
+  }
+}
+
 void StatsSource::reload(std::unique_ptr<ModelFile> file) {
   STRATA_CHECK(from_text_);
   model_.reset();
   model_ = Model::load(std::move(file), *recorder_);
+  reloaded_ = true;
 }
 
 bool StatsSource::can_collect_grams() const {
@@ -79,7 +88,9 @@ bool StatsSource::can_collect_grams() const {
 
 void StatsSource::prepare(const std::set<std::string>& gram_tensors) {
   if (!from_text_) return;
-  if (passes > 0 && gram_tensors.empty()) return;  // plain statistics are the same in every pass
+  // Plain statistics are the same in every pass, unless the model was reloaded since.
+  if (passes > 0 && gram_tensors.empty() && !reloaded_) return;
+  reloaded_ = false;
   recorder_->stats().clear();
   recorder_->clear_grams();
   recorder_->set_gram_filter(

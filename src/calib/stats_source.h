@@ -30,6 +30,9 @@ class StatsSource {
                                                 int64_t max_chunks, int n_threads);
   ~StatsSource();
 
+  // A file source: cuts the legacy entries of the model's expert tensors into one slice per
+  // expert (split_experts in imatrix_file.h). No effect on a text source.
+  void match_model(const ModelFile& model);
   // Makes statistics available for every recorded matrix, with Gram matrices for the tensors in
   // `gram_tensors` (a text source runs a pass; a file has what it has). Earlier Gram matrices are
   // dropped.
@@ -55,6 +58,7 @@ class StatsSource {
   StatsSource() = default;
   StatsMap file_stats_;
   bool from_text_ = false;
+  bool reloaded_ = false;  // reload() since the last pass
   CalibrationText text_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<RecordingBackend> recorder_;

@@ -1,0 +1,319 @@
+// Pruning masks and SparseGPT against independent definitions written here:
+// - magnitude / Wanda (Sun et al. 2023): per output row (or per group of M for N:M), the weights
+//   with the lowest |W_ij| (* ||X_j||_2) are zeroed; the reference sorts every (score, column)
+//   pair of the row by brute force, so ties go to the lower column.
+// - SparseGPT (Frantar & Alistarh 2023, Algorithm 1 and the authors' reference code) in float64:
+//   H = X^T X + damp * mean(diag H) I, U = upper Cholesky factor of H^-1 (H^-1 = U^T U, here
+//   by Gauss-Jordan inversion and a plain Cholesky), then per block of B columns a mask of the
+//   lowest w^2 / U_jj^2 (jointly over the block's rows, or per row and group of M), and per
+//   column e = (w_j - q_j) / U_jj, W[:, j:] -= e U[j, j:].
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "calib/pruning.h"
+#include "calib/sparsegpt.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+
+namespace strata::calib {
+namespace {
+
+std::vector<float> random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> m(static_cast<size_t>(rows * cols));
+  for (auto& v : m) v = d(rng);
+  return m;
+}
+
+// Gram matrix of correlated inputs x = z A (+ a few loud channels): [n, n].
+std::vector<float> correlated_gram(int64_t rows, int64_t n, uint32_t seed) {
+  const std::vector<float> z = random_matrix(rows, n, seed), a = random_matrix(n, n, seed + 1);
+  std::vector<double> x(static_cast<size_t>(rows * n));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = z[static_cast<size_t>(t * n + j)];
+      for (int64_t k = 0; k < n; ++k)
+        s += 0.5 * z[static_cast<size_t>(t * n + k)] * a[static_cast<size_t>(k * n + j)] /
+             std::sqrt(double(n));
+      x[static_cast<size_t>(t * n + j)] = s * (j % 5 == 0 ? 3.0 : 1.0);
+    }
+  std::vector<float> g(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < rows; ++t)
+        s += x[static_cast<size_t>(t * n + i)] * x[static_cast<size_t>(t * n + j)];
+      g[static_cast<size_t>(i * n + j)] = static_cast<float>(s);
+    }
+  return g;
+}
+
+// The brute-force mask: per row (or group), sort (score, column) ascending, zero the first k.
+std::vector<uint8_t> brute_force_mask(const std::vector<float>& score, int64_t n_out, int64_t n_in,
+                                      const SparsityPattern& p) {
+  std::vector<uint8_t> mask(score.size(), 0);
+  const int64_t group = p.structured() ? p.m : n_in;
+  const int64_t k = p.structured() ? p.n : std::llround(p.sparsity * static_cast<double>(n_in));
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t g0 = 0; g0 < n_in; g0 += group) {
+      std::vector<std::pair<float, int64_t>> v;
+      for (int64_t c = g0; c < g0 + group; ++c) v.emplace_back(score[static_cast<size_t>(r * n_in + c)], c);
+      std::sort(v.begin(), v.end());
+      for (int64_t i = 0; i < k; ++i)
+        mask[static_cast<size_t>(r * n_in + v[static_cast<size_t>(i)].second)] = 1;
+    }
+  return mask;
+}
+
+TEST(PruningMask, MagnitudeAndWandaMatchBruteForce) {
+  const int64_t n_out = 13, n_in = 48;
+  std::vector<float> w = random_matrix(n_out, n_in, 7);
+  // Integer weights of few values make ties common: the tie rule is part of the definition.
+  for (auto& v : w) v = std::round(v * 2.0f);
+  std::vector<float> norm(static_cast<size_t>(n_in));
+  for (int64_t j = 0; j < n_in; ++j) norm[static_cast<size_t>(j)] = 0.25f + static_cast<float>(j % 6);
+  for (const SparsityPattern& p :
+       {unstructured_pattern(0.5), unstructured_pattern(0.3), unstructured_pattern(0.9),
+        parse_nm_pattern("2:4"), parse_nm_pattern("4:8"), parse_nm_pattern("1:3"),
+        parse_nm_pattern("5:16")}) {
+    for (const bool wanda : {false, true}) {
+      std::vector<float> score(w.size());
+      for (int64_t r = 0; r < n_out; ++r)
+        for (int64_t c = 0; c < n_in; ++c)
+          score[static_cast<size_t>(r * n_in + c)] =
+              std::fabs(w[static_cast<size_t>(r * n_in + c)]) * (wanda ? norm[static_cast<size_t>(c)] : 1.0f);
+      const std::vector<uint8_t> want = brute_force_mask(score, n_out, n_in, p);
+      std::vector<float> pruned_w = w;
+      std::vector<uint8_t> mask(w.size());
+      prune_by_score(pruned_w.data(), n_out, n_in, wanda ? norm.data() : nullptr, p, mask.data());
+      EXPECT_EQ(mask, want) << p.describe() << (wanda ? " wanda" : " magnitude");
+      for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(pruned_w[i], mask[i] ? 0.0f : w[i]);
+    }
+  }
+}
+
+// Every row has exactly round(s * n_in) zeros (unstructured) or exactly N in every group of M.
+TEST(PruningMask, ExactSparsityAndNmOnEveryRow) {
+  const int64_t n_out = 9, n_in = 40;
+  const std::vector<float> w = random_matrix(n_out, n_in, 3);
+  for (const SparsityPattern& p : {unstructured_pattern(0.5), unstructured_pattern(0.25),
+                                   parse_nm_pattern("2:4"), parse_nm_pattern("3:8")}) {
+    std::vector<float> x = w;
+    std::vector<uint8_t> mask(w.size());
+    prune_by_score(x.data(), n_out, n_in, nullptr, p, mask.data());
+    for (int64_t r = 0; r < n_out; ++r) {
+      if (p.structured()) {
+        for (int64_t g = 0; g < n_in; g += p.m) {
+          int zeros = 0;
+          for (int64_t c = g; c < g + p.m; ++c) zeros += x[static_cast<size_t>(r * n_in + c)] == 0.0f;
+          EXPECT_EQ(zeros, p.n) << p.describe() << " row " << r << " group " << g;
+        }
+      } else {
+        int64_t zeros = 0;
+        for (int64_t c = 0; c < n_in; ++c) zeros += x[static_cast<size_t>(r * n_in + c)] == 0.0f;
+        EXPECT_EQ(zeros, std::llround(p.sparsity * n_in)) << p.describe() << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(PruningMask, HostilePatternsAreErrors) {
+  EXPECT_THROW(unstructured_pattern(0.0), Error);
+  EXPECT_THROW(unstructured_pattern(1.0), Error);
+  EXPECT_THROW(unstructured_pattern(-0.5), Error);
+  EXPECT_THROW(unstructured_pattern(std::nan("")), Error);
+  for (const char* bad : {"5:4", "4:4", "0:4", "2", "2:", ":4", "a:b", "2:4:8", "-1:4", "2:1000", " 2:4", ""})
+    EXPECT_THROW(parse_nm_pattern(bad), Error) << bad;
+  EXPECT_EQ(parse_nm_pattern("2:4").fraction(), 0.5);
+  EXPECT_THROW(parse_prune_method("random"), Error);
+  EXPECT_THROW(check_pattern_fits(parse_nm_pattern("2:4"), 30, "t"), Error);
+  EXPECT_NO_THROW(check_pattern_fits(parse_nm_pattern("2:4"), 32, "t"));
+}
+
+// ---- SparseGPT reference in float64 ----
+
+// H^-1 by Gauss-Jordan with partial pivoting.
+std::vector<double> inverse(std::vector<double> a, int64_t n) {
+  std::vector<double> inv(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) inv[static_cast<size_t>(i * n + i)] = 1;
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t piv = c;
+    for (int64_t r = c + 1; r < n; ++r)
+      if (std::fabs(a[static_cast<size_t>(r * n + c)]) > std::fabs(a[static_cast<size_t>(piv * n + c)]))
+        piv = r;
+    for (int64_t k = 0; k < n; ++k) {
+      std::swap(a[static_cast<size_t>(c * n + k)], a[static_cast<size_t>(piv * n + k)]);
+      std::swap(inv[static_cast<size_t>(c * n + k)], inv[static_cast<size_t>(piv * n + k)]);
+    }
+    const double d = a[static_cast<size_t>(c * n + c)];
+    for (int64_t k = 0; k < n; ++k) {
+      a[static_cast<size_t>(c * n + k)] /= d;
+      inv[static_cast<size_t>(c * n + k)] /= d;
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[static_cast<size_t>(r * n + c)];
+      for (int64_t k = 0; k < n; ++k) {
+        a[static_cast<size_t>(r * n + k)] -= f * a[static_cast<size_t>(c * n + k)];
+        inv[static_cast<size_t>(r * n + k)] -= f * inv[static_cast<size_t>(c * n + k)];
+      }
+    }
+  }
+  return inv;
+}
+
+// Upper U with A = U^T U: the transpose of the lower Cholesky factor.
+std::vector<double> upper_cholesky(const std::vector<double>& a, int64_t n) {
+  std::vector<double> L(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j <= i; ++j) {
+      double s = a[static_cast<size_t>(i * n + j)];
+      for (int64_t k = 0; k < j; ++k)
+        s -= L[static_cast<size_t>(i * n + k)] * L[static_cast<size_t>(j * n + k)];
+      L[static_cast<size_t>(i * n + j)] = i == j ? std::sqrt(s) : s / L[static_cast<size_t>(j * n + j)];
+    }
+  std::vector<double> U(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) U[static_cast<size_t>(i * n + j)] = L[static_cast<size_t>(j * n + i)];
+  return U;
+}
+
+// The lowest k of (score, index) ascending.
+void lowest(const std::vector<std::pair<double, int64_t>>& v0, int64_t k,
+            const std::function<void(int64_t)>& mark) {
+  auto v = v0;
+  std::sort(v.begin(), v.end());
+  for (int64_t i = 0; i < k; ++i) mark(v[static_cast<size_t>(i)].second);
+}
+
+void reference_sparsegpt(std::vector<double>& W, int64_t rows, int64_t n, const std::vector<float>& gram,
+                         const SparsityPattern& p, double damp, int64_t B, std::vector<uint8_t>& mask) {
+  std::vector<double> H(gram.begin(), gram.end());
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) mean += H[static_cast<size_t>(i * n + i)];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) H[static_cast<size_t>(i * n + i)] += damp * mean;
+  const std::vector<double> U = upper_cholesky(inverse(H, n), n);
+  auto u = [&](int64_t i, int64_t j) { return U[static_cast<size_t>(i * n + j)]; };
+  auto w = [&](int64_t r, int64_t c) -> double& { return W[static_cast<size_t>(r * n + c)]; };
+  mask.assign(static_cast<size_t>(rows * n), 0);
+  for (int64_t i1 = 0; i1 < n; i1 += B) {
+    const int64_t i2 = std::min(n, i1 + B);
+    if (!p.structured()) {
+      std::vector<std::pair<double, int64_t>> s;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = i1; c < i2; ++c)
+          s.emplace_back(w(r, c) * w(r, c) / (u(c, c) * u(c, c)), r * (i2 - i1) + c - i1);
+      lowest(s, std::llround(p.sparsity * static_cast<double>(s.size())),
+             [&](int64_t e) { mask[static_cast<size_t>((e / (i2 - i1)) * n + i1 + e % (i2 - i1))] = 1; });
+    }
+    std::vector<double> err(static_cast<size_t>(rows * (i2 - i1)));
+    for (int64_t j = i1; j < i2; ++j) {
+      if (p.structured() && (j - i1) % p.m == 0)
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<std::pair<double, int64_t>> s;
+          for (int64_t c = j; c < j + p.m; ++c) s.emplace_back(w(r, c) * w(r, c) / (u(c, c) * u(c, c)), c);
+          lowest(s, p.n, [&](int64_t c) { mask[static_cast<size_t>(r * n + c)] = 1; });
+        }
+      for (int64_t r = 0; r < rows; ++r) {
+        const double q = mask[static_cast<size_t>(r * n + j)] ? 0.0 : w(r, j);
+        const double e = (w(r, j) - q) / u(j, j);
+        err[static_cast<size_t>(r * (i2 - i1) + j - i1)] = e;
+        for (int64_t k = j; k < i2; ++k) w(r, k) -= e * u(j, k);
+        w(r, j) = q;
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = i2; k < n; ++k)
+        for (int64_t j = i1; j < i2; ++j)
+          w(r, k) -= err[static_cast<size_t>(r * (i2 - i1) + j - i1)] * u(j, k);
+  }
+}
+
+// ||(W - W0) X||^2 through the Gram matrix: sum over rows of d^T G d.
+double output_error(const std::vector<float>& w, const std::vector<float>& w0, const std::vector<float>& g,
+                    int64_t rows, int64_t n) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        total += (double(w[static_cast<size_t>(r * n + i)]) - w0[static_cast<size_t>(r * n + i)]) *
+                 g[static_cast<size_t>(i * n + j)] *
+                 (double(w[static_cast<size_t>(r * n + j)]) - w0[static_cast<size_t>(r * n + j)]);
+  return total;
+}
+
+TEST(SparseGpt, MatchesFloat64Reference) {
+  const int64_t rows = 24, n = 40;
+  const std::vector<float> w0 = random_matrix(rows, n, 11);
+  const std::vector<float> gram = correlated_gram(300, n, 12);
+  ThreadPool pool(2);
+  for (const SparsityPattern& p : {unstructured_pattern(0.5), unstructured_pattern(0.7),
+                                   parse_nm_pattern("2:4"), parse_nm_pattern("3:8")}) {
+    for (const int64_t block : {int64_t{16}, int64_t{128}}) {
+      std::vector<float> w = w0;
+      std::vector<uint8_t> mask(w.size());
+      SparseGptOptions o;
+      o.block = block;
+      sparsegpt_prune(w.data(), rows, n, gram.data(), p, o, mask.data(), &pool);
+      std::vector<double> ref(w0.begin(), w0.end());
+      std::vector<uint8_t> ref_mask;
+      reference_sparsegpt(ref, rows, n, gram, p, o.damp, block, ref_mask);
+      EXPECT_EQ(mask, ref_mask) << p.describe() << " block " << block;
+      double max_diff = 0, max_ref = 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (mask[i]) {
+          EXPECT_EQ(w[i], 0.0f);
+        }
+        max_diff = std::max(max_diff, std::fabs(w[i] - ref[i]));
+        max_ref = std::max(max_ref, std::fabs(ref[i]));
+      }
+      EXPECT_LT(max_diff, 1e-4 * max_ref) << p.describe() << " block " << block;
+      // The compensation helps: below the output error of the same mask without it.
+      std::vector<float> plain = w0;
+      for (size_t i = 0; i < plain.size(); ++i)
+        if (mask[i]) plain[i] = 0;
+      EXPECT_LT(output_error(w, w0, gram, rows, n), output_error(plain, w0, gram, rows, n)) << p.describe();
+    }
+  }
+}
+
+TEST(SparseGpt, ExactSparsityPerBlockAndNmPerRow) {
+  const int64_t rows = 10, n = 64;
+  const std::vector<float> gram = correlated_gram(200, n, 5);
+  for (const SparsityPattern& p : {unstructured_pattern(0.5), parse_nm_pattern("2:4")}) {
+    std::vector<float> w = random_matrix(rows, n, 6);
+    std::vector<uint8_t> mask(w.size());
+    SparseGptOptions o;
+    o.block = 32;
+    sparsegpt_prune(w.data(), rows, n, gram.data(), p, o, mask.data(), nullptr);
+    for (int64_t b = 0; b < n; b += (p.structured() ? p.m : 32))
+      for (int64_t r = 0; r < rows; ++r) {
+        if (!p.structured()) break;
+        int zeros = 0;
+        for (int64_t c = b; c < b + p.m; ++c) zeros += w[static_cast<size_t>(r * n + c)] == 0.0f;
+        EXPECT_EQ(zeros, p.n);
+      }
+    if (!p.structured())
+      for (int64_t b = 0; b < n; b += 32) {
+        int64_t zeros = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = b; c < b + 32; ++c) zeros += mask[static_cast<size_t>(r * n + c)];
+        EXPECT_EQ(zeros, rows * 32 / 2);
+      }
+  }
+  std::vector<float> w(static_cast<size_t>(rows * 30));
+  std::vector<uint8_t> mask(w.size());
+  const std::vector<float> g30 = correlated_gram(100, 30, 1);
+  EXPECT_THROW(
+      sparsegpt_prune(w.data(), rows, 30, g30.data(), parse_nm_pattern("2:4"), {}, mask.data(), nullptr),
+      Error);
+}
+
+}  // namespace
+}  // namespace strata::calib
