@@ -95,6 +95,7 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   sc.max_batched_tokens = cfg.max_batched_tokens;
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.static_batching = cfg.static_batching;
+  sc.kv_window = cfg.kv_window;
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   mask_.assign(static_cast<size_t>(mc.n_vocab), 1);
   log_info("KV cache: ", nb, " blocks of ", g.block_size, " tokens (",

@@ -98,8 +98,10 @@ TEST(EngineKvSinks, MatchesTheFullCacheUntilTokensLeaveTheWindow) {
   cfg.kv_cache_bytes = 64u << 20;
   cfg.kv_window = {4, 48};
   Engine e(m, cfg);
-  RequestParams p = long_greedy(m, 1);
+  RequestParams p = test::greedy_params(m, "Once", 1);
+  p.stop.ignore_eos = true;
   const int n = 4 + 48 - static_cast<int>(p.prompt.size());
+  ASSERT_GE(n, 40);  // most positions past the window's start read the sinks in their own pass
   p.stop.max_tokens = n;
   Collector col;
   RequestResult r;
@@ -107,6 +109,35 @@ TEST(EngineKvSinks, MatchesTheFullCacheUntilTokensLeaveTheWindow) {
   e.run_until_idle();
   ASSERT_TRUE(r.done);
   EXPECT_EQ(r.choices[0].tokens, full_cache_greedy(m, p.prompt, n));
+}
+
+TEST(EngineKvSinks, PrefixHitsOutsideTheWindowAreGivenBackAndTheOutputIsUnchanged) {
+  Model& m = *sink_model().model;
+  EngineConfig cfg;
+  cfg.block_size = 16;
+  cfg.kv_cache_bytes = 64u << 20;
+  cfg.max_batched_tokens = 64;  // the prompt is prefilled in several chunks
+  cfg.kv_window = {4, 40};
+  Engine e(m, cfg);
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "the little window saw sink number " + std::to_string(i) + ". ";
+  RequestParams p = test::greedy_params(m, text, 30);
+  p.stop.ignore_eos = true;
+  ASSERT_GT(p.prompt.size(), size_t(200));
+  std::vector<RequestResult> r(2);
+  for (RequestResult& ri : r) {
+    Collector col;
+    e.submit(p, col.callback(&ri));
+    int32_t peak = 0;
+    while (!ri.done) {
+      e.step();
+      peak = std::max(peak, e.stats().kv_blocks_used);
+    }
+    EXPECT_LE(peak, 1 + (40 + 64 + 2 * cfg.block_size) / cfg.block_size + 1);
+  }
+  EXPECT_GT(r[1].usage.cached_prompt_tokens, 0);  // the second run started from prefix-cache hits
+  EXPECT_EQ(r[1].choices[0].tokens, r[0].choices[0].tokens);
+  EXPECT_EQ(e.stats().kv_blocks_used, 0);
 }
 
 TEST(EngineKvSinks, BadSettingsAreCleanErrors) {

@@ -50,7 +50,9 @@ TEST_P(KvWindowInvariants, RandomizedStepsKeepSinksWindowAndSharedBlocks) {
         ASSERT_EQ(q.blocks[i] == kDroppedBlock, in_gap) << "entry " << i;
         if (!in_gap) ++refs[static_cast<size_t>(q.blocks[i])];
       }
-      if (q.n_dropped > 0) ASSERT_EQ(q.n_head_kept, head);
+      if (q.n_dropped > 0) {
+        ASSERT_EQ(q.n_head_kept, head);
+      }
       // The window: every block wholly between the sinks and the next query's window is gone.
       const int64_t first = policy.first_window_pos(s.computed);
       for (int64_t b = static_cast<int64_t>(head); s.windowed && (b + 1) * kBs <= first; ++b)
