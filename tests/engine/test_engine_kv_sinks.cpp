@@ -108,6 +108,7 @@ TEST(EngineKvSinks, MatchesTheFullCacheUntilTokensLeaveTheWindow) {
   e.submit(p, col.callback(&r));
   e.run_until_idle();
   ASSERT_TRUE(r.done);
+  ASSERT_EQ(r.choices[0].tokens.size(), size_t(n));
   EXPECT_EQ(r.choices[0].tokens, full_cache_greedy(m, p.prompt, n));
 }
 
