@@ -188,6 +188,11 @@ struct AttentionParams {
   // gpt-oss: one learned logit per query head that joins each row's softmax denominator and
   // has no value vector: [n_head] host memory, or null for none.
   const float* sinks = nullptr;
+  // StreamingLLM attention sinks (kv/kv_window_policy.h), with a sliding window only: keys at
+  // positions [0, n_sink_tokens) stay visible below each query's window and are scored with
+  // q_sink (the queries rotated at the sinks' position within the cache) instead of q.
+  int32_t n_sink_tokens = 0;
+  const float* q_sink = nullptr;  // [n_tokens, n_head, head_dim], or null when n_sink_tokens is 0
 };
 
 class Backend {

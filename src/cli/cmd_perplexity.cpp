@@ -23,6 +23,7 @@ struct PerplexityOptions {
   int64_t stride = 0;
   int64_t chunks = 0;
   bool json = false;
+  KvWindowPolicy kv_window;
 };
 
 void print_result(const eval::PerplexityResult& r, bool json) {
@@ -62,15 +63,21 @@ void run(const PerplexityOptions& o) {
   LoadedModel lm = load_model(o.model);
   Model& model = *lm.model;
   const std::vector<int32_t> tokens = eval::tokenize_eval_text(model.tokenizer(), text);
+  // With a KV window the text is one stream (that is what the window is for), scored after the
+  // warm-up a chunked run at --ctx (sinks + window) skips.
+  const bool stream = o.kv_window.enabled();
+  if (stream) o.kv_window.validate(16);
   const eval::WindowPlan plan =
-      eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
-  if (plan.n_ctx > model.config().n_ctx_train)
+      stream ? eval::plan_stream(static_cast<int64_t>(tokens.size()),
+                                 (o.kv_window.sinks + o.kv_window.window) / 2)
+             : eval::plan_windows(static_cast<int64_t>(tokens.size()), {o.ctx, o.stride, o.chunks});
+  if (!stream && plan.n_ctx > model.config().n_ctx_train)
     log_warn("--ctx ", plan.n_ctx, " exceeds the model's training context of ", model.config().n_ctx_train);
   log_info("perplexity: ", tokens.size(), " tokens, ", plan.windows.size(), " windows of ", plan.n_ctx,
            ", stride ", plan.stride, ", ", plan.n_scored(), " tokens scored");
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "perplexity");
   const eval::PerplexityResult r = eval::evaluate_perplexity(
-      model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); });
+      model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); }, o.kv_window);
   meter.finish();
   print_result(r, o.json);
 }
@@ -88,6 +95,7 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--chunks", o->chunks, "Evaluate at most this many windows (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   add_kv_options(cmd, o->model.kv);
+  add_kv_window_options(cmd, o->kv_window);
   cmd.add_flag("--json", o->json, "Print one JSON object {ppl, ppl_stderr, n_tokens, ...}");
   cmd.callback([o] { run(*o); });
 }

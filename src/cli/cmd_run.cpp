@@ -25,6 +25,7 @@ struct RunOptions {
   SamplingParams sampling;
   uint64_t seed = 0;
   bool seed_set = false;
+  KvWindowPolicy kv_window;
 };
 
 void run(RunOptions& o) {
@@ -40,7 +41,11 @@ void run(RunOptions& o) {
     if (tok.bos() < 0) STRATA_THROW("empty prompt and the model has no BOS token");
     prompt.push_back(tok.bos());
   }
-  const int64_t n_ctx = o.ctx > 0 ? o.ctx : model.config().n_ctx_train;
+  // A KV window lets the sequence outgrow the context: only -n limits it.
+  const int64_t n_ctx = o.kv_window.enabled()
+                            ? static_cast<int64_t>(prompt.size()) + std::max(o.n_predict, 0) + 1
+                        : o.ctx > 0 ? o.ctx
+                                    : model.config().n_ctx_train;
   if (static_cast<int64_t>(prompt.size()) >= n_ctx)
     STRATA_THROW("prompt is ", prompt.size(), " tokens, longer than the context of ", n_ctx);
   const int64_t n_gen = std::min<int64_t>(o.n_predict, n_ctx - static_cast<int64_t>(prompt.size()));
@@ -49,9 +54,13 @@ void run(RunOptions& o) {
   EngineConfig ec = offline::single_stream_config(n_ctx);
   ec.spec = spec_config(o.spec);
   ec.kv_type = o.model.kv.resolve();
+  ec.kv_window = o.kv_window;
   // KV for what this run can hold, not the whole context (a 128k-context model would not fit).
   ec.kv_cache_tokens =
       std::min<int64_t>(n_ctx, static_cast<int64_t>(prompt.size()) + n_gen + ec.spec.draft_max + 1);
+  if (o.kv_window.enabled())
+    ec.kv_cache_tokens =
+        std::min(ec.kv_cache_tokens, o.kv_window.max_held_tokens(ec.max_batched_tokens, ec.block_size));
   Engine engine(model, ec);
   RequestParams p;
   p.prompt = prompt;
@@ -96,6 +105,7 @@ void setup(CLI::App& cmd) {
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
   add_kv_options(cmd, o->model.kv);
+  add_kv_window_options(cmd, o->kv_window);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");
   auto* f = cmd.add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   p->excludes(f);

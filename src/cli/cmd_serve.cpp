@@ -152,6 +152,7 @@ void setup(CLI::App& cmd) {
   auto o = std::make_shared<ServeOptions>();
   add_model_options(cmd, o->model);
   add_kv_options(cmd, o->model.kv);
+  add_kv_window_options(cmd, o->engine.kv_window);
   cmd.add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd.add_option("--port", o->http.port, "Port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535))

@@ -30,6 +30,18 @@ void add_kv_options(CLI::App& cmd, KvOptions& o) {
                "quantized K types q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl; KIVI K is never rotated)");
 }
 
+void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& p) {
+  cmd.add_option(
+      "--kv-window", p.window,
+      "Keep only the last W tokens of each sequence in the KV cache (plus --kv-sinks): every query "
+      "attends to exactly those, blocks in between are freed, so sequences can outgrow the context "
+      "(0: off, the default; at least one KV block)");
+  cmd.add_option(
+      "--kv-sinks", p.sinks,
+      "With --kv-window: also keep the first N tokens (StreamingLLM's attention sinks), seen at their "
+      "position within the cache (default 0: a plain sliding window)");
+}
+
 KvType parse_kv_type(const std::string& name) {
   const std::optional<KvType> t = kv_type_from_name(name);
   if (!t) STRATA_THROW("unknown KV cache type '", name, "' (use one of ", kv_type_names(), ")");

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "engine/spec/spec_config.h"
+#include "kv/kv_window_policy.h"
 #include "model/model.h"
 
 namespace CLI {
@@ -33,6 +34,8 @@ struct ModelOptions {
 
 void add_model_options(CLI::App& cmd, ModelOptions& options, bool with_threads = true);
 void add_kv_options(CLI::App& cmd, KvOptions& options);
+// --kv-sinks N --kv-window W: StreamingLLM attention sinks + window (kv/kv_window_policy.h).
+void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& policy);
 // A KV element type by name ("f16", "q8_0", ...); throws strata::Error naming the valid ones.
 KvType parse_kv_type(const std::string& name);
 

@@ -142,7 +142,10 @@ SubmitResult Engine::submit(RequestParams p, EventCallback on_event) {
   // With a sliding window a sequence holds at most the window, one chunk and a partial block.
   const int64_t window = model_.config().common_window();
   const int64_t held =
-      window > 0 ? std::min<int64_t>(total, window + config_.max_batched_tokens + config_.block_size) : total;
+      config_.kv_window.enabled()
+          ? std::min(total, config_.kv_window.max_held_tokens(config_.max_batched_tokens, config_.block_size))
+      : window > 0 ? std::min<int64_t>(total, window + config_.max_batched_tokens + config_.block_size)
+                   : total;
   const int64_t blocks = (held + config_.block_size - 1) / config_.block_size;
   if (blocks > impl_->core.n_blocks())
     STRATA_THROW("the request needs ", total, " tokens of KV cache but the whole cache holds ",

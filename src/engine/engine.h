@@ -22,6 +22,7 @@
 #include "engine/request.h"
 #include "engine/spec/spec_config.h"
 #include "engine/token_budget.h"
+#include "kv/kv_window_policy.h"
 #include "model/model.h"
 
 namespace strata {
@@ -40,7 +41,14 @@ struct EngineConfig {
   bool static_batching = false;  // request-level batching baseline (benchmarks only)
   std::string model_name;        // extra key of the prefix-cache hash
   SpecConfig spec;               // speculative decoding (off by default)
+  // StreamingLLM attention sinks + window (kv/kv_window_policy.h), off by default. With it on,
+  // max_model_len 0 means kWindowedMaxModelLen: sequences may outgrow the training context.
+  KvWindowPolicy kv_window;
 };
+
+// The default length limit with --kv-window: positions stay absolute, so the rotary table
+// (positions x head_dim floats) grows with the longest sequence.
+inline constexpr int64_t kWindowedMaxModelLen = int64_t{1} << 20;
 
 enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
 

@@ -34,14 +34,30 @@ bool is_model_method(DraftMethod m) {
   return m != DraftMethod::Ngram && m != DraftMethod::Suffix;
 }
 
+// Attention sinks + window: what the engine can run them with.
+void validate_kv_window(const EngineConfig& cfg, const KvGeometry& g) {
+  const KvWindowPolicy& kw = cfg.kv_window;
+  kw.validate(g.block_size);
+  if (!kw.enabled()) return;
+  if (g.v_in_k)
+    STRATA_THROW("--kv-window / --kv-sinks are not supported with multi-head latent attention (MLA)");
+  for (const DraftMethodSpec& mth : cfg.spec.methods)
+    if (is_model_method(mth.method))
+      STRATA_THROW("--kv-window / --kv-sinks do not combine with model-based speculative decoding (",
+                   mth.name(), "): only ngram and suffix drafting");
+}
+
 }  // namespace
 
 EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics)
     : model_(m), config_(cfg), metrics_(metrics) {
   const ModelConfig& mc = m.config();
-  max_len_ = cfg.max_model_len > 0 ? std::min<int64_t>(cfg.max_model_len, int64_t{1} << 24) : mc.n_ctx_train;
+  max_len_ = cfg.max_model_len > 0     ? std::min<int64_t>(cfg.max_model_len, int64_t{1} << 24)
+             : cfg.kv_window.enabled() ? std::max<int64_t>(mc.n_ctx_train, kWindowedMaxModelLen)
+                                       : mc.n_ctx_train;
   validate_spec_config(cfg.spec);
   const KvGeometry g = m.kv_geometry(cfg.kv_type, cfg.block_size);
+  validate_kv_window(cfg, g);
   build_drafters();
   // Each block holds the target's K/V and every model drafter's, under the same id.
   size_t per_block = g.bytes_per_block();
@@ -55,8 +71,12 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
       bytes = static_cast<size_t>(static_cast<double>(available_memory()) * cfg.kv_cache_fraction);
     n_blocks = static_cast<int64_t>(std::clamp<size_t>(bytes / per_block, 1, INT32_MAX / 2));
     // More blocks than max_num_seqs full-length sequences can use would only waste memory.
+    const int64_t held =
+        cfg.kv_window.enabled()
+            ? std::min(max_len_, cfg.kv_window.max_held_tokens(cfg.max_batched_tokens, g.block_size))
+            : max_len_;
     const int64_t useful =
-        static_cast<int64_t>(cfg.max_num_seqs) * ((max_len_ + g.block_size - 1) / g.block_size);
+        static_cast<int64_t>(cfg.max_num_seqs) * ((held + g.block_size - 1) / g.block_size);
     n_blocks = std::min(n_blocks, useful);
   }
   const auto nb = static_cast<int32_t>(std::clamp<int64_t>(n_blocks, 1, INT32_MAX / 2));
@@ -75,11 +95,15 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   sc.max_batched_tokens = cfg.max_batched_tokens;
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.static_batching = cfg.static_batching;
+  sc.kv_window = cfg.kv_window;
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   mask_.assign(static_cast<size_t>(mc.n_vocab), 1);
   log_info("KV cache: ", nb, " blocks of ", g.block_size, " tokens (",
            (per_block * static_cast<size_t>(nb)) >> 20, " MiB, ", std::string(type_name(g.type)),
            "), prefix caching ", cfg.prefix_caching ? "on" : "off", ", max model length ", max_len_);
+  if (cfg.kv_window.enabled())
+    log_info("KV window: the first ", cfg.kv_window.sinks, " tokens (attention sinks) and the last ",
+             cfg.kv_window.window, " of every sequence");
   if (cfg.spec.enabled()) {
     std::string chain;
     for (const auto& mth : cfg.spec.methods) chain += (chain.empty() ? "" : ",") + mth.name();

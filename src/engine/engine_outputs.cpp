@@ -23,6 +23,7 @@ bool wants_prompt_row(const Sequence& s, int64_t pos) {
 
 void EngineCore::execute(ScheduleOutput& so) {
   batch_.clear();
+  batch_.kv_window = config_.kv_window;
   chunk_first_row_.clear();
   int64_t rows = 0;
   for (const ScheduledChunk& c : so.chunks) {
@@ -58,7 +59,12 @@ void EngineCore::execute(ScheduleOutput& so) {
 // window / block_size blocks; shared blocks only lose this sequence's reference).
 void EngineCore::publish(Sequence& s) {
   kv_->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);
-  if (const int64_t w = model_.config().common_window(); w > 0) kv_->drop_before(s.kv, s.n_computed + 1 - w);
+  const KvWindowPolicy& kw = config_.kv_window;
+  if (kw.enabled())
+    kv_->drop_between(s.kv, static_cast<size_t>(kw.sink_blocks(kv_->block_size())),
+                      kw.first_window_pos(s.n_computed));
+  else if (const int64_t w = model_.config().common_window(); w > 0)
+    kv_->drop_before(s.kv, s.n_computed + 1 - w);
 }
 
 void EngineCore::process_outputs(const ScheduleOutput& so) {

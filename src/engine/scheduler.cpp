@@ -81,6 +81,9 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
         out.prefix_hit_tokens += hit;
       }
       seq->n_computed = hit;
+      if (const KvWindowPolicy& kw = config_.kv_window; kw.enabled() && hit > 0)
+        kv_.drop_between(seq->kv, static_cast<size_t>(kw.sink_blocks(kv_.block_size())),
+                         kw.first_window_pos(hit));
       if (seq->index == 0 && seq->n_generated() == 0) seq->request->cached_prompt_tokens = hit;
     }
     const int64_t n = std::min(seq->n_uncomputed(), std::max<int64_t>(budget, 0));

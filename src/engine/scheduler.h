@@ -19,6 +19,7 @@
 #include "engine/sequence.h"
 #include "engine/token_budget.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_window_policy.h"
 
 namespace strata {
 
@@ -26,6 +27,9 @@ struct SchedulerConfig {
   int32_t max_batched_tokens = kDefaultMaxBatchedTokens;
   int32_t max_num_seqs = 64;
   bool static_batching = false;  // admit only when nothing runs (request-level batching baseline)
+  // Attention sinks + window: prefix-cache hits outside the window are given back at admission
+  // (a long sequence's hits could otherwise hold more blocks than the pool has).
+  KvWindowPolicy kv_window;
 };
 
 struct ScheduledChunk {

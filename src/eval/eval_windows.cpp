@@ -32,6 +32,17 @@ WindowPlan plan_windows(int64_t n_tokens, const WindowPlanOptions& o) {
   return plan;
 }
 
+WindowPlan plan_stream(int64_t n_tokens, int64_t first_scored) {
+  if (first_scored < 0) STRATA_THROW("the first scored row must not be negative, got ", first_scored);
+  if (n_tokens - 1 <= first_scored)
+    STRATA_THROW("the text has ", n_tokens, " tokens: nothing to score after the first ", first_scored);
+  WindowPlan plan;
+  plan.n_ctx = n_tokens;
+  plan.stride = n_tokens;
+  plan.windows.push_back(EvalWindow{0, first_scored, n_tokens - 1 - first_scored});
+  return plan;
+}
+
 std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan,
                                    const EvalWindow& w, int32_t bos) {
   STRATA_CHECK(w.start >= 0 && w.start + plan.n_ctx <= static_cast<int64_t>(text.size()));

@@ -42,6 +42,11 @@ struct WindowPlan {
 // strata::Error for n_ctx < 4, stride < 1, or a text shorter than one window.
 WindowPlan plan_windows(int64_t n_tokens, const WindowPlanOptions& options);
 
+// Streaming evaluation (attention sinks / a KV window): the whole text as one window, scoring
+// every prediction from row first_scored on (the plan of a chunked run at ctx = 2 * first_scored
+// skips the same warm-up in each window). Throws strata::Error when nothing would be scored.
+WindowPlan plan_stream(int64_t n_tokens, int64_t first_scored);
+
 // The tokens a window is evaluated on: text[start, start + n_ctx) with the first one replaced
 // by `bos` when bos >= 0.
 std::vector<int32_t> window_tokens(const std::vector<int32_t>& text, const WindowPlan& plan,

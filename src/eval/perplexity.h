@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "eval/eval_windows.h"
+#include "kv/kv_window_policy.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,6 +46,7 @@ struct PerplexityResult {
 // Evaluates every window of `plan` over `text` (token ids, validated by the engine) with a KV
 // cache of kv_type.
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
-                                     const KvCacheType& kv_type = {}, const ProgressFn& progress = {});
+                                     const KvCacheType& kv_type = {}, const ProgressFn& progress = {},
+                                     const KvWindowPolicy& kv_window = {});
 
 }  // namespace strata::eval

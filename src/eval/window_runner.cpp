@@ -10,9 +10,13 @@ namespace strata::eval {
 
 namespace {
 
-EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type) {
+EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type,
+                                  const KvWindowPolicy& kv_window) {
   EngineConfig c;
   c.kv_cache_tokens = n_ctx;
+  c.kv_window = kv_window;
+  if (kv_window.enabled())
+    c.kv_cache_tokens = std::min(n_ctx, kv_window.max_held_tokens(WindowRunner::kChunkRows, c.block_size));
   c.max_model_len = n_ctx;
   c.max_num_seqs = 1;
   c.max_batched_tokens = static_cast<int32_t>(WindowRunner::kChunkRows);
@@ -23,8 +27,11 @@ EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type) {
 
 }  // namespace
 
-WindowRunner::WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type)
-    : engine_(model, window_engine_config(n_ctx, kv_type)), n_ctx_(n_ctx), n_vocab_(model.config().n_vocab) {}
+WindowRunner::WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type,
+                           const KvWindowPolicy& kv_window)
+    : engine_(model, window_engine_config(n_ctx, kv_type, kv_window)),
+      n_ctx_(n_ctx),
+      n_vocab_(model.config().n_vocab) {}
 
 void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w) {
   STRATA_CHECK(static_cast<int64_t>(tokens.size()) <= n_ctx_);

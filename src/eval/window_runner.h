@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/token_budget.h"
 #include "eval/eval_windows.h"
+#include "kv/kv_window_policy.h"
 #include "model/model.h"
 
 namespace strata::eval {
@@ -27,8 +28,10 @@ class WindowRunner {
   // Rows handed out per chunk: one model pass of the default token budget.
   static constexpr int64_t kChunkRows = kDefaultMaxBatchedTokens;
 
-  // kv_type: the KV cache element types (F16 by default, as llama.cpp's).
-  WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {});
+  // kv_type: the KV cache element types (F16 by default, as llama.cpp's); kv_window: attention
+  // sinks + window (off by default; on, the KV pool holds only what the window keeps).
+  WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {},
+               const KvWindowPolicy& kv_window = {});
 
   // Starts a window. tokens: [n_ctx] as window_tokens() returns them.
   void begin(const std::vector<int32_t>& tokens, const EvalWindow& w);

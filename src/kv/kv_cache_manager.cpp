@@ -68,15 +68,16 @@ void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens
   STRATA_CHECK(n_computed <= static_cast<int64_t>(tokens.size()));
   extend_hashes(seq, tokens, n_computed, root);
   const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
-  for (size_t i = std::max(seq.n_publish_tried, seq.n_dropped); i < full; ++i)
-    pool_.publish(seq.blocks[i], seq.hashes[i]);
+  for (size_t i = seq.n_publish_tried; i < full; ++i)
+    if (seq.blocks[i] != kDroppedBlock) pool_.publish(seq.blocks[i], seq.hashes[i]);
   seq.n_publish_tried = std::max(seq.n_publish_tried, full);
 }
 
 void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
   STRATA_CHECK(n_tokens >= 0);
   const size_t keep = static_cast<size_t>(blocks_for(n_tokens));
-  STRATA_CHECK(keep >= seq.n_dropped, "truncating into blocks the window already dropped");
+  STRATA_CHECK(seq.n_dropped == 0 || keep >= seq.n_head_kept + seq.n_dropped,
+               "truncating into blocks the window already dropped");
   while (seq.blocks.size() > keep) {
     pool_.release(seq.blocks.back());
     seq.blocks.pop_back();
@@ -86,28 +87,33 @@ void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
   seq.n_publish_tried = std::min(seq.n_publish_tried, full);
 }
 
-int32_t KvCacheManager::drop_before(SequenceKv& seq, int64_t first_needed) {
+int32_t KvCacheManager::drop_between(SequenceKv& seq, size_t head_blocks, int64_t first_needed) {
+  if (seq.n_dropped == 0) seq.n_head_kept = head_blocks;
+  STRATA_CHECK(seq.n_head_kept == head_blocks, "the sink blocks of a sequence changed");
   const size_t end =
       std::min(seq.blocks.size(), static_cast<size_t>(std::max<int64_t>(0, first_needed) / block_size_));
   int32_t n = 0;
-  for (; seq.n_dropped < end; ++seq.n_dropped, ++n) {
-    pool_.release(seq.blocks[seq.n_dropped]);
-    seq.blocks[seq.n_dropped] = kDroppedBlock;
+  for (size_t i = head_blocks + seq.n_dropped; i < end; ++i, ++seq.n_dropped, ++n) {
+    pool_.release(seq.blocks[i]);
+    seq.blocks[i] = kDroppedBlock;
   }
   return n;
 }
 
 void KvCacheManager::free(SequenceKv& seq) {
   // Tail first (as release_all), so the LRU evicts tails before heads.
-  for (size_t i = seq.blocks.size(); i > seq.n_dropped; --i) pool_.release(seq.blocks[i - 1]);
+  for (size_t i = seq.blocks.size(); i > 0; --i)
+    if (seq.blocks[i - 1] != kDroppedBlock) pool_.release(seq.blocks[i - 1]);
   seq.blocks.clear();
+  seq.n_head_kept = 0;
   seq.n_dropped = 0;
   seq.n_publish_tried = 0;
 }
 
 void KvCacheManager::fork(const SequenceKv& parent, SequenceKv& child) {
   STRATA_CHECK(child.blocks.empty());
-  for (size_t i = parent.n_dropped; i < parent.blocks.size(); ++i) pool_.retain(parent.blocks[i]);
+  for (BlockId b : parent.blocks)
+    if (b != kDroppedBlock) pool_.retain(b);
   child = parent;
 }
 

@@ -12,8 +12,11 @@ namespace strata {
 
 // The KV state of one sequence.
 struct SequenceKv {
-  std::vector<BlockId> blocks;    // block table: position p lives in blocks[p / block_size]
-  size_t n_dropped = 0;           // leading entries given back (kDroppedBlock): out of every window
+  std::vector<BlockId> blocks;  // block table: position p lives in blocks[p / block_size]
+  // Entries [n_head_kept, n_head_kept + n_dropped) were given back (kDroppedBlock): out of every
+  // window. n_head_kept: leading blocks kept for attention sinks (0 for a plain window).
+  size_t n_head_kept = 0;
+  size_t n_dropped = 0;
   std::vector<BlockHash> hashes;  // content hashes of the leading full blocks, in order
   size_t n_publish_tried = 0;     // leading blocks already offered to the prefix cache
 };
@@ -64,7 +67,10 @@ class KvCacheManager {
   // first_needed (no later query attends to them), leaving kDroppedBlock in their entries. Only
   // the sequence's reference is dropped: a block another sequence or the prefix cache shares is
   // left as it is. Returns the number of blocks given back.
-  int32_t drop_before(SequenceKv& seq, int64_t first_needed);
+  int32_t drop_before(SequenceKv& seq, int64_t first_needed) { return drop_between(seq, 0, first_needed); }
+  // Attention sinks: as drop_before, but the first head_blocks blocks stay (the sink tokens).
+  // head_blocks must be the same at every call for a sequence.
+  int32_t drop_between(SequenceKv& seq, size_t head_blocks, int64_t first_needed);
 
   // Gives back all the sequence's blocks (tail first, so the LRU evicts tails before heads).
   void free(SequenceKv& seq);

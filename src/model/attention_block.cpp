@@ -1,9 +1,34 @@
 // Grouped-query attention of the Llama family and its relatives (qwen2/3, gemma2/3, phi3, olmo2,
 // gpt-oss): projections (fused in phi3), biases, q/k RMSNorm per head or over all heads,
 // rotation, the KV cache, attention with the layer's window / soft-cap / sinks, output projection.
+#include <algorithm>
+
 #include "model/decoder_blocks.h"
 
 namespace strata {
+namespace {
+
+// The queries for the attention sinks: q (not yet rotated) rotated at min(pos, sinks + window -
+// 1), the position a query has within StreamingLLM's rolling cache, so each sink is seen at its
+// distance within the cache while the window's keys keep their true distance.
+const float* rotate_sink_queries(BlockContext& ctx, const float* q /* [n, n_head * head_dim] */,
+                                 const RopeParams& rope, const KvWindowPolicy& policy) {
+  const ModelConfig& c = ctx.c;
+  ForwardScratch& s = ctx.s;
+  const int64_t nq = c.n_embd_q();
+  if (!s.q_sink) s.q_sink = ctx.backend.alloc(static_cast<size_t>(s.cap * nq) * sizeof(float));
+  s.sink_pos.resize(static_cast<size_t>(s.cap));
+  const int32_t cap = policy.sink_rotation_cap();
+  for (int64_t t = 0; t < ctx.n; ++t) s.sink_pos[static_cast<size_t>(t)] = std::min(ctx.ab.pos[t], cap);
+  float* qs = fp(s.q_sink);
+  ctx.timed(OpProfile::Rope, [&] {
+    ctx.backend.copy_rows(q, nq, qs, nq, ctx.n, nq);
+    ctx.backend.rope(qs, s.sink_pos.data(), ctx.n, c.n_head, c.head_dim, rope);
+  });
+  return qs;
+}
+
+}  // namespace
 
 void attention_block(BlockContext& ctx, const AttentionWeights& w, int64_t il, const KvLayerView& kv,
                      const float* in, float* out) {
@@ -44,6 +69,8 @@ void attention_block(BlockContext& ctx, const AttentionWeights& w, int64_t il, c
     });
   }
   const RopeParams& rope = c.rope_for(il);
+  const LayerWindow lw = layer_window(ctx.kv_window, c.window(il));
+  const float* q_sink = lw.sinks > 0 ? rotate_sink_queries(ctx, q, rope, ctx.kv_window) : nullptr;
   ctx.timed(OpProfile::Rope, [&] { be.rope(q, ctx.ab.pos, n, c.n_head, c.head_dim, rope); });
   ctx.timed(OpProfile::Rope, [&] { be.rope(k, ctx.ab.pos, n, c.n_head_kv, c.head_dim, rope); });
   ctx.timed(OpProfile::Attention, [&] { be.store_kv(kv, k, v, ctx.ab); });
@@ -53,7 +80,9 @@ void attention_block(BlockContext& ctx, const AttentionWeights& w, int64_t il, c
   ap.n_head_kv = static_cast<int32_t>(c.n_head_kv);
   ap.head_dim = static_cast<int32_t>(c.head_dim);
   ap.scale = c.attn_scale;
-  ap.sliding_window = static_cast<int32_t>(c.window(il));
+  ap.sliding_window = lw.window;
+  ap.n_sink_tokens = lw.sinks;
+  ap.q_sink = q_sink;
   ap.softcap = c.attn_softcap;
   ap.sinks = w.sinks.empty() ? nullptr : w.sinks.data();
   float* attn = fp(s.attn);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "kv/kv_window_policy.h"
 #include "model/forward_scratch.h"
 #include "model/layer_weights.h"
 #include "model/model_config.h"
@@ -17,8 +18,9 @@ struct BlockContext {
   const ModelConfig& c;
   ForwardScratch& s;
   OpTimer& timed;
-  int64_t n;                 // tokens of the micro-batch
-  const AttentionBatch& ab;  // their positions, sequences and KV slots
+  int64_t n;                        // tokens of the micro-batch
+  const AttentionBatch& ab;         // their positions, sequences and KV slots
+  const KvWindowPolicy& kv_window;  // attention sinks and window (kv/kv_window_policy.h)
 };
 
 // Grouped-query attention with the architecture's biases, q/k norms, rotary set of layer il,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/kv_window_policy.h"
 
 namespace strata {
 
@@ -21,6 +22,8 @@ struct ForwardBatch {
   // Layers to skip (a layer-skipping self-draft): [n_layer] 1 = skipped, or null for none. A
   // skipped layer leaves the residual unchanged and writes no K/V.
   const std::vector<uint8_t>* skip_layers = nullptr;
+  // Attention sinks and window of every sequence in the batch (off by default).
+  KvWindowPolicy kv_window;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const;

@@ -36,6 +36,9 @@ struct ForwardScratch {
   std::unique_ptr<BackendBuffer> v_heads;   // [cap, n_head * v_head]
   std::unique_ptr<BackendBuffer> head_ids;  // int32 [cap, n_head]: 0, 1, ..., n_head - 1 per token
   std::vector<int64_t> slots;               // [cap] KV slot of each token
+  // Attention sinks (kv/kv_window_policy.h), allocated on first use.
+  std::unique_ptr<BackendBuffer> q_sink;  // [cap, n_head * head_dim] queries rotated for the sinks
+  std::vector<int32_t> sink_pos;          // [cap] the position q_sink is rotated at
 
   static std::unique_ptr<ForwardScratch> create(Backend& backend, const ModelConfig& c, int64_t cap);
 };

@@ -122,7 +122,7 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
   STRATA_CHECK(!batch.skip_layers || batch.skip_layers->size() == static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (batch.skip_layers && (*batch.skip_layers)[static_cast<size_t>(il)]) continue;
-    run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab);
+    run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab, batch.kv_window);
   }
 
   // Only the rows whose logits are wanted go through the final norm and the output matrix.
@@ -144,13 +144,14 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
 
 // One layer: [norm] attention [post-norm] + residual, [norm] FFN or experts [post-norm] +
 // residual, each norm where the architecture has it.
-void Model::run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab) {
+void Model::run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab,
+                      const KvWindowPolicy& kv_window) {
   const ModelConfig& c = config_;
   const ArchInfo& arch = *c.info;
   const LayerWeights& L = layers_[static_cast<size_t>(il)];
   ForwardScratch& s = *scratch_;
   OpTimer timed(profiling_, profile_);
-  BlockContext ctx{backend_, c, s, timed, n, ab};
+  BlockContext ctx{backend_, c, s, timed, n, ab, kv_window};
   float* x = fp(s.x);
   float* h = fp(s.h);
   float* o = fp(s.o);

@@ -64,7 +64,8 @@ class Model {
  private:
   Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options);
   void bind_weights();  // model_weights.cpp
-  void run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab);
+  void run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab,
+                 const KvWindowPolicy& kv_window);
 
   std::unique_ptr<ModelFile> file_;
   Backend& backend_;

@@ -49,8 +49,9 @@ class AlignedBytes {
 // far too large for a thread's stack.
 struct Scratch {
   AlignedBytes kt, vf, acc, q_rot, q_int;
-  float m[kMaxRows], l[kMaxRows];  // running max and sum per row
-  float row[kMaxHeadDim + 32];     // one dequantized or padded row
+  AlignedBytes q_rot_sink, q_int_sink;  // the same for the attention sinks' queries
+  float m[kMaxRows], l[kMaxRows];       // running max and sum per row
+  float row[kMaxHeadDim + 32];          // one dequantized or padded row
 };
 
 // The state of one chunk's rows across the blocks.
@@ -70,7 +71,8 @@ struct ChunkState {
   float* m;              // [rows]
   float* l;              // [rows]
   float* row;            // [kMaxHeadDim + 32]
-  const float* q_rot;    // [rows][hd] rotated queries, or null (read c.q)
+  const float* q_base;   // c.q, or c.q_sink for the attention sinks' pass
+  const float* q_rot;    // [rows][hd] rotated queries, or null (read q_base)
   const uint8_t* q_int;  // [rows][q_int_bytes] queries in key_dot's activation format
   size_t q_int_bytes = 0;
   const uint8_t* k_tile = nullptr;  // block-quantized K: the current tile's rows
@@ -78,21 +80,21 @@ struct ChunkState {
 
 const float* query_row(const ChunkState& st, int t, int h) {
   if (st.q_rot) return st.q_rot + static_cast<int64_t>(t * st.c.group + h) * st.hd;
-  return st.c.q + t * st.c.q_stride + static_cast<int64_t>(h) * st.hd;
+  return st.q_base + t * st.c.q_stride + static_cast<int64_t>(h) * st.hd;
 }
 
 // Rotated keys get rotated queries (same R, so scores are unchanged); block-quantized keys get
 // queries in their activation format, padded with zeros as the keys are.
-void prepare_queries(ChunkState& st, Scratch& scratch) {
+void prepare_queries(ChunkState& st, AlignedBytes& rot_buf, AlignedBytes& int_buf) {
   const AttentionChunk& c = st.c;
   const int rows = c.n_q * c.group;
   st.q_rot = nullptr;
   if (st.kv.rotate_k) {
-    float* q = scratch.q_rot.floats(static_cast<size_t>(rows) * st.hd);
+    float* q = rot_buf.floats(static_cast<size_t>(rows) * st.hd);
     for (int t = 0; t < c.n_q; ++t)
       for (int h = 0; h < c.group; ++h) {
         float* dst = q + static_cast<int64_t>(t * c.group + h) * st.hd;
-        std::memcpy(dst, c.q + t * c.q_stride + static_cast<int64_t>(h) * st.hd, sizeof(float) * st.hd);
+        std::memcpy(dst, st.q_base + t * c.q_stride + static_cast<int64_t>(h) * st.hd, sizeof(float) * st.hd);
         st.codec.rotate(dst, st.hd);
       }
     st.q_rot = q;
@@ -101,7 +103,7 @@ void prepare_queries(ChunkState& st, Scratch& scratch) {
   const int32_t n_groups = st.kl.padded_dim / 32;
   st.q_int_bytes =
       st.key_tile ? kv_query_int8_bytes(n_groups) : row_bytes(st.key_dot->vec_dot_type, st.kl.padded_dim);
-  auto* q8 = static_cast<uint8_t*>(scratch.q_int.get(static_cast<size_t>(rows) * st.q_int_bytes));
+  auto* q8 = static_cast<uint8_t*>(int_buf.get(static_cast<size_t>(rows) * st.q_int_bytes));
   std::fill(st.row, st.row + st.kl.padded_dim, 0.0f);
   for (int t = 0; t < c.n_q; ++t)
     for (int h = 0; h < c.group; ++h) {
@@ -129,6 +131,12 @@ void init_rows(ChunkState& st) {
 
 int32_t window_start(const AttentionChunk& c, int t) {
   return c.sliding_window > 0 ? std::max(0, c.pos[t] - c.sliding_window + 1) : 0;
+}
+
+// The sink keys row t reads with q_sink: [0, sink_end) below its window (the window's own keys
+// are read with q in the window pass).
+int32_t sink_end(const AttentionChunk& c, int t) {
+  return std::min(c.n_sink_tokens, window_start(c, t));
 }
 
 // The next block's tiles live anywhere in the pool: fetch them while this one runs.
@@ -222,15 +230,15 @@ void score_rows(const ChunkState& st, int t, int h0, int n_rows, int n_keys, flo
 }
 
 // Every row of the chunk over the keys of block bi (already loaded), kRowsPerPass heads of one
-// token at a time.
-void attend_block(ChunkState& st, int32_t bi, int n_keys) {
+// token at a time: its window's keys, or (sink_pass) its sink keys below the window.
+void attend_block(ChunkState& st, int32_t bi, int n_keys, bool sink_pass) {
   const AttentionChunk& c = st.c;
   const int32_t base = bi * st.bs;
   alignas(64) float s[kRowsPerPass * kMaxBlockSize], p[kRowsPerPass * kMaxBlockSize];
   float corr[kRowsPerPass];
   for (int t = 0; t < c.n_q; ++t) {
-    const int32_t first = std::max(window_start(c, t), base) - base;
-    const int32_t last = std::min(c.pos[t], base + st.bs - 1) - base;
+    const int32_t first = sink_pass ? 0 : std::max(window_start(c, t), base) - base;
+    const int32_t last = std::min(sink_pass ? sink_end(c, t) - 1 : c.pos[t], base + st.bs - 1) - base;
     if (first > last) continue;
     for (int h0 = 0; h0 < c.group; h0 += kRowsPerPass) {
       const int n_rows = std::min(kRowsPerPass, c.group - h0);
@@ -241,6 +249,31 @@ void attend_block(ChunkState& st, int32_t bi, int n_keys) {
       st.tk.softmax(s, n_rows, st.bs, first, last, st.sm, st.m + r0, st.l + r0, p, corr);
       st.tk.accumulate(ar, n_rows, p, st.bs, st.vf, st.hd_v, first, last, corr);
     }
+  }
+}
+
+void load_tiles(ChunkState& st, int32_t block, int n_keys) {
+  const int slot = st.kv.staging ? st.kv.staging->slot_of_block[static_cast<size_t>(block)] : -1;
+  load_k(st, block, n_keys, slot);
+  load_v(st, block, n_keys, slot);
+}
+
+// The attention sinks' pass: the sink blocks below every row's window, scored with q_sink. It
+// shares the rows' softmax state with the window pass (the online softmax does not depend on
+// the order the keys come in).
+void attend_sinks(const ChunkState& st, Scratch& scratch) {
+  const AttentionChunk& c = st.c;
+  STRATA_CHECK(c.q_sink && c.sliding_window > 0, "attention sinks need q_sink and a window");
+  int32_t end_max = 0;
+  for (int t = 0; t < c.n_q; ++t) end_max = std::max(end_max, sink_end(c, t));
+  if (end_max == 0) return;
+  ChunkState sink = st;
+  sink.q_base = c.q_sink;
+  prepare_queries(sink, scratch.q_rot_sink, scratch.q_int_sink);
+  for (int32_t bi = 0; bi * st.bs < end_max; ++bi) {
+    const int n_keys = std::min(st.bs, end_max - bi * st.bs);
+    load_tiles(sink, c.block_table[bi], n_keys);
+    attend_block(sink, bi, n_keys, true);
   }
 }
 
@@ -283,10 +316,12 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel is
                 scratch.m,
                 scratch.l,
                 scratch.row,
+                c.q,
                 nullptr,
                 nullptr};
-  prepare_queries(st, scratch);
+  prepare_queries(st, scratch.q_rot, scratch.q_int);
   init_rows(st);
+  if (c.n_sink_tokens > 0) attend_sinks(st, scratch);
   int32_t lo_min = INT32_MAX, hi_max = -1;
   for (int t = 0; t < c.n_q; ++t) {
     lo_min = std::min(lo_min, window_start(c, t));
@@ -301,7 +336,7 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel is
     const int slot = kv.staging ? kv.staging->slot_of_block[static_cast<size_t>(block)] : -1;
     load_k(st, block, n_keys, slot);
     load_v(st, block, n_keys, slot);
-    attend_block(st, bi, n_keys);
+    attend_block(st, bi, n_keys, false);
   }
   write_outputs(st);
 }

@@ -30,6 +30,11 @@ struct AttentionChunk {
   int32_t sliding_window;  // 0 = none
   float softcap;           // 0 = none; else score = softcap * tanh(score * scale / softcap)
   const float* sinks;      // [group] sink logits of the group's query heads, or null
+  // StreamingLLM attention sinks (kv/kv_window_policy.h): keys at positions [0, n_sink_tokens)
+  // stay visible besides the sliding window, scored with q_sink instead of q (the queries rotated
+  // at the sinks' position within the cache). 0: none (q_sink unused).
+  int32_t n_sink_tokens = 0;
+  const float* q_sink = nullptr;  // as q (same strides), or null
 };
 
 constexpr int kMaxChunkTokens = 8;

@@ -286,6 +286,8 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
   STRATA_CHECK(p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0);
   const int32_t group = p.n_head / p.n_head_kv;
   STRATA_CHECK(group <= cpu::kMaxGroup);
+  STRATA_CHECK(p.n_sink_tokens >= 0 && (p.n_sink_tokens == 0 || (p.q_sink && p.sliding_window > 0)),
+               "attention sinks need q_sink and a sliding window");
   const int32_t max_q = std::max(1, std::min(cpu::kMaxChunkTokens, 64 / group));
   // Chunks: runs of consecutive tokens of one sequence.
   struct Span {
@@ -321,6 +323,9 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     c.sliding_window = p.sliding_window;
     c.softcap = p.softcap;
     c.sinks = p.sinks ? p.sinks + static_cast<int64_t>(g) * group : nullptr;
+    c.n_sink_tokens = p.n_sink_tokens;
+    c.q_sink =
+        p.q_sink ? p.q_sink + sp.first * q_row + static_cast<int64_t>(g) * group * p.head_dim : nullptr;
     for (int32_t i = 0; i < sp.n; ++i)
       STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
                    "position beyond block table");
