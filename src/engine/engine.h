@@ -40,6 +40,11 @@ struct EngineConfig {
   bool static_batching = false;  // request-level batching baseline (benchmarks only)
   std::string model_name;        // extra key of the prefix-cache hash
   SpecConfig spec;               // speculative decoding (off by default)
+  // Tiers below the prefix cache (kv/kv_offload.h; need prefix caching): host RAM for evicted
+  // blocks, and a directory of block files that outlives the process, bounded by bytes.
+  size_t kv_offload_mem = 0;                 // --kv-offload-mem
+  std::string kv_offload_dir;                // --kv-offload-dir; empty: no disk tier
+  size_t kv_offload_disk = size_t{4} << 30;  // --kv-offload-disk
 };
 
 enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
