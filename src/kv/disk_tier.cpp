@@ -151,8 +151,7 @@ size_t DiskTier::n_files() const {
 
 bool DiskTier::lookup(const BlockHash& hash) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (files_.count(hash)) return true;
-  return std::any_of(queue_.begin(), queue_.end(), [&](const Pending& p) { return p.hash == hash; });
+  return files_.count(hash) > 0 || pending_.count(hash) > 0;
 }
 
 bool DiskTier::fetch(const BlockHash& hash, uint8_t* out, size_t n) {
@@ -160,13 +159,12 @@ bool DiskTier::fetch(const BlockHash& hash, uint8_t* out, size_t n) {
   const auto t0 = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Pending& p : queue_)  // not written yet: served from the queue
-      if (p.hash == hash) {
-        std::memcpy(out, p.bytes.data(), n);
-        stats_.hits += 1;
-        stats_.bytes_read += static_cast<int64_t>(n);
-        return true;
-      }
+    if (auto q = pending_.find(hash); q != pending_.end()) {  // not written yet: served from the queue
+      std::memcpy(out, q->second->bytes.data(), n);
+      stats_.hits += 1;
+      stats_.bytes_read += static_cast<int64_t>(n);
+      return true;
+    }
     auto it = files_.find(hash);
     if (it == files_.end()) return false;
     lru_.splice(lru_.end(), lru_, it->second.lru);
@@ -202,14 +200,13 @@ void DiskTier::insert(const BlockHash& hash, const uint8_t* data, size_t n) {
     lru_.splice(lru_.end(), lru_, it->second.lru);
     return;
   }
-  for (const Pending& p : queue_)
-    if (p.hash == hash) return;
-  if (n != block_bytes_) return;
+  if (pending_.count(hash) || n != block_bytes_) return;
   if (queued_bytes_ + n > queue_limit_) {  // the disk is behind: the engine does not wait for it
     stats_.dropped += 1;
     return;
   }
   queue_.push_back({hash, std::vector<uint8_t>(data, data + n)});
+  pending_.emplace(hash, &queue_.back());
   queued_bytes_ += n;
   cv_.notify_all();
 }
@@ -233,6 +230,7 @@ void DiskTier::writer_loop() {
     lock.lock();
     // Popped only now, so lookup()/fetch() find the block until its file is indexed.
     queued_bytes_ -= p.bytes.size();
+    pending_.erase(p.hash);
     queue_.pop_front();
     writing_ = false;
     cv_.notify_all();

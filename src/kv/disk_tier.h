@@ -68,10 +68,12 @@ class DiskTier final : public KvTier {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // writer: work or stop; flush(): queue drained
   std::deque<Pending> queue_;   // guarded by mu_
-  size_t queued_bytes_ = 0;     // guarded by mu_
-  bool writing_ = false;        // guarded by mu_: the writer holds a popped block
-  bool stop_ = false;           // guarded by mu_
-  std::list<BlockHash> lru_;    // guarded by mu_; front = least recently used file
+  // The queued blocks by hash (deque elements stay put while others are pushed and popped).
+  std::unordered_map<BlockHash, const Pending*, BlockHashHasher> pending_;  // guarded by mu_
+  size_t queued_bytes_ = 0;                                                 // guarded by mu_
+  bool writing_ = false;      // guarded by mu_: the writer holds a popped block
+  bool stop_ = false;         // guarded by mu_
+  std::list<BlockHash> lru_;  // guarded by mu_; front = least recently used file
   struct File {
     std::list<BlockHash>::iterator lru;
     size_t bytes;
