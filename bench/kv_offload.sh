@@ -43,7 +43,7 @@ for name in ("cold", "restart"):
         f.write(json.dumps({"prompt": prefix + " " + tail, "output_len": 4}) + "\n")
 PY
 run() {  # args: name
-  "$STRATA" bench serve --url "$URL" --dataset "$OUT/$1.jsonl" --max-concurrency 1 --ignore-eos --quiet \
+  "$STRATA" bench serve --url "$URL" --dataset "$OUT/$1.jsonl" --num-prompts 1 --max-concurrency 1 --ignore-eos --quiet \
     --json "$OUT/$1.json" >/dev/null
   jq -r '"TTFT \(.ttft_ms.mean) ms"' "$OUT/$1.json"
 }
