@@ -70,6 +70,34 @@ TEST(KvOffloadEngine, AnEvictedPrefixComesBackFromHostRamWithTheSameOutput) {
   EXPECT_NE(e.metrics().render().find("strata:kv_offload_host_hits_total"), std::string::npos);
 }
 
+TEST(KvOffloadEngine, PreemptedRequestsSwapBackInFromHostRamWithTheirSoloOutputs) {
+  Model& m = *test::stories().model;
+  EngineConfig cfg;
+  const size_t bpb = m.kv_geometry(cfg.kv_type, 16).bytes_per_block();
+  // 12 requests x (~10 prompt + 64 output) tokens need ~60 blocks; give 16, and RAM for 256.
+  cfg.kv_cache_bytes = 16 * bpb;
+  cfg.kv_offload_mem = 256 * bpb;
+  Engine e(m, cfg);
+  Collector col;
+  std::vector<RequestResult> results(12);
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 12; ++i) {
+    prompts.push_back(std::string(i % 2 ? "The little dog" : "Once upon a time") +
+                      std::string(static_cast<size_t>(i % 4), '!'));
+    e.submit(test::greedy_params(m, prompts.back(), 64), col.callback(&results[static_cast<size_t>(i)]));
+  }
+  e.run_until_idle();
+  EXPECT_GT(e.stats().preemptions, 0);
+  EXPECT_GT(e.metrics().offload_host.hits.value(), 0);  // swapped-out blocks came back
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(results[static_cast<size_t>(i)].done);
+    EXPECT_EQ(results[static_cast<size_t>(i)].choices.at(0).tokens,
+              cold_tokens(prompts[static_cast<size_t>(i)], 64))
+        << i;
+  }
+  EXPECT_EQ(e.stats().kv_blocks_used, 0);
+}
+
 TEST(KvOffloadEngine, ARestartedEngineOnTheSameDirectoryRestoresThePrefixFromDisk) {
   Model& m = *test::stories().model;
   TempDir dir("restart");
