@@ -34,6 +34,7 @@ struct ServeOptions {
   SpecOptions spec;
   std::string scheduler = "continuous";
   bool no_prefix_caching = false;
+  std::string kv_offload_mem, kv_offload_disk;
   double shutdown_timeout_s = 30.0;
   std::string max_body = "16MiB";
   std::string chat_template_file;
@@ -114,6 +115,11 @@ void configure(ServeOptions& o) {
   }
   if (o.kv_cache_fraction > 0.0) o.engine.kv_cache_fraction = o.kv_cache_fraction;
   o.engine.prefix_caching = !o.no_prefix_caching;
+  if (!o.kv_offload_mem.empty()) o.engine.kv_offload_mem = server::parse_byte_size(o.kv_offload_mem);
+  if (!o.kv_offload_disk.empty()) {
+    o.engine.kv_offload_disk = server::parse_byte_size(o.kv_offload_disk);
+    if (o.engine.kv_offload_disk == 0) STRATA_THROW("--kv-offload-disk must be positive");
+  }
   o.engine.kv_type = o.model.kv.resolve();
   o.engine.static_batching = o.scheduler == "static";
   o.engine.spec = spec_config(o.spec);
@@ -177,6 +183,11 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--max-model-len", o->engine.max_model_len, "Prompt + output limit (0: the model's context)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd.add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
+  cmd.add_option("--kv-offload-mem", o->kv_offload_mem,
+                 "Host RAM for prefix-cache blocks evicted from the KV cache, e.g. 2GiB (default: none)");
+  cmd.add_option("--kv-offload-dir", o->engine.kv_offload_dir,
+                 "Directory of prefix-cache blocks on disk, reused after a restart (default: none)");
+  cmd.add_option("--kv-offload-disk", o->kv_offload_disk, "Size bound of --kv-offload-dir (default 4GiB)");
   add_spec_options(cmd, o->spec);
   cmd.add_option("--scheduler", o->scheduler,
                  "continuous (default) or static (request-level batching baseline)")

@@ -44,6 +44,11 @@ struct EngineConfig {
   // StreamingLLM attention sinks + window (kv/kv_window_policy.h), off by default. With it on,
   // max_model_len 0 means kWindowedMaxModelLen: sequences may outgrow the training context.
   KvWindowPolicy kv_window;
+  // Tiers below the prefix cache (kv/kv_offload.h; need prefix caching): host RAM for evicted
+  // blocks, and a directory of block files that outlives the process, bounded by bytes.
+  size_t kv_offload_mem = 0;                 // --kv-offload-mem
+  std::string kv_offload_dir;                // --kv-offload-dir; empty: no disk tier
+  size_t kv_offload_disk = size_t{4} << 30;  // --kv-offload-disk
 };
 
 // The default length limit with --kv-window: positions stay absolute, so the rotary table

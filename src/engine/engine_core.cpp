@@ -5,10 +5,12 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "engine/kv_fingerprint.h"
 #include "engine/spec/model_drafter.h"
 #include "engine/spec/ngram_drafter.h"
 #include "engine/spec/skip_layer_drafter.h"
 #include "engine/spec/suffix_drafter.h"
+#include "kv/disk_tier.h"
 #include "kv/prefix_hash.h"
 
 namespace strata {
@@ -96,6 +98,7 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.static_batching = cfg.static_batching;
   sc.kv_window = cfg.kv_window;
+  setup_offload(g);
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   mask_.assign(static_cast<size_t>(mc.n_vocab), 1);
   log_info("KV cache: ", nb, " blocks of ", g.block_size, " tokens (",
@@ -113,6 +116,56 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
 }
 
 EngineCore::~EngineCore() = default;
+
+void EngineCore::setup_offload(const KvGeometry& g) {
+  if (config_.kv_offload_mem == 0 && config_.kv_offload_dir.empty()) return;
+  const char* why_not = nullptr;
+  if (!config_.prefix_caching) why_not = "prefix caching is off";
+  if (g.staged()) why_not = "KIVI cache types keep blocks partly outside their tiles";
+  for (const auto& d : drafters_)
+    if (d->kv_bytes_per_block() > 0) why_not = "a draft model's KV would not be restored with the target's";
+  if (why_not) {
+    log_warn("KV offloading is off: ", why_not);
+    return;
+  }
+  std::unique_ptr<KvTier> disk;
+  if (!config_.kv_offload_dir.empty())
+    disk = std::make_unique<DiskTier>(config_.kv_offload_dir, config_.kv_offload_disk,
+                                      kv_fingerprint(model_, g), g.bytes_per_block());
+  offload_ = std::make_unique<KvOffload>(target_->kv(), config_.kv_offload_mem, std::move(disk));
+  kv_->set_offload(offload_.get());
+  log_info("KV offloading: host ", config_.kv_offload_mem >> 20, " MiB",
+           config_.kv_offload_dir.empty() ? std::string()
+                                          : ", disk " + config_.kv_offload_dir + " (" +
+                                                std::to_string(config_.kv_offload_disk >> 20) + " MiB)");
+}
+
+void EngineCore::sync_offload_metrics() {
+  if (!offload_) return;
+  auto sync = [](const TierStats* st, TierTotals& seen, EngineMetrics::Tier& m) {
+    if (!st) return;
+    auto add = [](int64_t now, int64_t& was, Counter& c, double scale) {
+      if (now > was) c.add(static_cast<double>(now - was) * scale);
+      was = now;
+    };
+    add(st->hits, seen.hits, m.hits, 1.0);
+    add(st->bytes_read, seen.bytes_read, m.read_bytes, 1.0);
+    add(st->bytes_written, seen.bytes_written, m.written_bytes, 1.0);
+    add(st->read_ns, seen.read_ns, m.read_seconds, 1e-9);
+    add(st->write_ns, seen.write_ns, m.write_seconds, 1e-9);
+    m.stored_bytes.set(static_cast<double>(st->bytes_stored.load()));
+  };
+  sync(offload_->host_stats(), host_seen_, metrics_.offload_host);
+  sync(offload_->disk_stats(), disk_seen_, metrics_.offload_disk);
+  if (const TierStats* d = offload_->disk_stats()) {
+    if (d->rejected > disk_seen_.rejected)
+      metrics_.offload_rejected.add(static_cast<double>(d->rejected - disk_seen_.rejected));
+    if (d->dropped > disk_seen_.dropped)
+      metrics_.offload_dropped.add(static_cast<double>(d->dropped - disk_seen_.dropped));
+    disk_seen_.rejected = d->rejected;
+    disk_seen_.dropped = d->dropped;
+  }
+}
 
 void EngineCore::build_drafters() {
   // The cheap drafters are always there (a request may ask for them); model drafters only as
@@ -197,7 +250,10 @@ void EngineCore::erase_finished() {
 bool EngineCore::step() {
   struct EraseAtExit {
     EngineCore& c;
-    ~EraseAtExit() { c.erase_finished(); }
+    ~EraseAtExit() {
+      c.erase_finished();
+      c.sync_offload_metrics();
+    }
   } erase_at_exit{*this};
   const auto t_start = Clock::now();
   plan_speculation();

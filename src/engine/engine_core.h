@@ -20,6 +20,7 @@
 #include "engine/spec/drafter.h"
 #include "engine/spec/spec_controller.h"
 #include "engine/spec/step_cost_model.h"
+#include "kv/kv_offload.h"
 
 namespace strata {
 
@@ -67,12 +68,19 @@ class EngineCore {
   void finish_sequence(Sequence& s, FinishReason reason, EngineEvent ev);
   void abort_request(RequestState& r, FinishReason reason, const std::string& error);
   void erase_finished();
+  void setup_offload(const KvGeometry& g);
+  void sync_offload_metrics();
 
   Model& model_;
   EngineConfig config_;
   EngineMetrics& metrics_;
   int64_t max_len_;
   std::unique_ptr<KvCacheManager> kv_;
+  // Declared after kv_, so destroyed before it; its disk tier writes out its queue then.
+  std::unique_ptr<KvOffload> offload_;
+  struct TierTotals {
+    int64_t hits = 0, bytes_read = 0, bytes_written = 0, read_ns = 0, write_ns = 0, rejected = 0, dropped = 0;
+  } host_seen_, disk_seen_;  // totals already added to the metrics
   std::unique_ptr<ModelExecutor> target_;
   std::vector<std::unique_ptr<Drafter>> drafters_;
   std::unique_ptr<Scheduler> scheduler_;

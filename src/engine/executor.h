@@ -40,6 +40,7 @@ class ModelExecutor final : public Executor {
 
   Model& model() { return model_; }
   const KvStorage& kv() const { return kv_; }
+  KvStorage& kv() { return kv_; }  // the offload tiers copy blocks in and out
 
  private:
   Model& model_;

@@ -100,6 +100,13 @@ std::string EngineMetrics::render() const {
                            &spec_num_draft_tokens, &spec_num_accepted_tokens})
     c->render(out);
   spec_num_accepted_per_pos.render(out);
+  for (const Tier* t : {&offload_host, &offload_disk}) {
+    for (const Counter* c : {&t->hits, &t->read_bytes, &t->written_bytes, &t->read_seconds, &t->write_seconds})
+      c->render(out);
+    t->stored_bytes.render(out);
+  }
+  offload_rejected.render(out);
+  offload_dropped.render(out);
   return out;
 }
 

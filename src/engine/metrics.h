@@ -111,6 +111,28 @@ struct EngineMetrics {
   Counter draft_seconds{"strata:step_draft_seconds_total",
                         "Seconds of steps before the forward pass: planning, scheduling and drafting."};
   Counter step_seconds{"strata:step_seconds_total", "Seconds in engine steps."};
+  // KV offload tiers (kv/kv_offload.h): blocks restored instead of recomputed, bytes and time.
+  struct Tier {
+    Counter hits, read_bytes, written_bytes, read_seconds, write_seconds;
+    Gauge stored_bytes;
+    explicit Tier(const std::string& t)
+        : hits("strata:kv_offload_" + t + "_hits_total", "KV blocks restored from the " + t + " tier."),
+          read_bytes("strata:kv_offload_" + t + "_read_bytes_total",
+                     "Bytes restored from the " + t + " tier."),
+          written_bytes("strata:kv_offload_" + t + "_written_bytes_total",
+                        "Bytes stored in the " + t + " tier."),
+          read_seconds("strata:kv_offload_" + t + "_read_seconds_total",
+                       "Seconds restoring from the " + t + " tier."),
+          write_seconds("strata:kv_offload_" + t + "_write_seconds_total",
+                        "Seconds storing into the " + t + " tier."),
+          stored_bytes("strata:kv_offload_" + t + "_stored_bytes", "Bytes held in the " + t + " tier.") {}
+  };
+  Tier offload_host{"host"}, offload_disk{"disk"};
+  Counter offload_rejected{
+      "strata:kv_offload_disk_rejected_files_total",
+      "Disk tier files that did not verify (foreign, truncated, corrupted) and were deleted."};
+  Counter offload_dropped{"strata:kv_offload_disk_dropped_writes_total",
+                          "Blocks not written to the disk tier (writer behind, or an I/O error)."};
   PositionCounter spec_num_accepted_per_pos{"strata:spec_decode_num_accepted_tokens_per_pos_total",
                                             "Speculative tokens accepted, by position in the draft.", 64};
 

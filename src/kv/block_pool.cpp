@@ -42,6 +42,7 @@ void BlockPool::lru_remove(BlockId b) {
 }
 
 void BlockPool::evict(BlockId b) {
+  if (on_evict_) on_evict_(b, *hashes_[static_cast<size_t>(b)]);
   lru_remove(b);
   by_hash_.erase(*hashes_[static_cast<size_t>(b)]);
   hashes_[static_cast<size_t>(b)].reset();

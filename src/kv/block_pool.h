@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -55,20 +56,24 @@ class BlockPool {
   // Publishes a full block in use under `hash`. Returns false (nothing changes) when another
   // block already holds that hash, or this block is already published.
   bool publish(BlockId block, const BlockHash& hash);
+  // Called with a cached block and its hash just before eviction drops the hash (the block's
+  // bytes are still intact): the offload tiers demote it (kv_offload.h).
+  void set_evict_hook(std::function<void(BlockId, const BlockHash&)> hook) { on_evict_ = std::move(hook); }
 
  private:
   void lru_push_back(BlockId b);
   void lru_remove(BlockId b);
   void evict(BlockId b);
 
-  std::vector<int32_t> ref_counts_;  // [n_blocks]
-  std::vector<BlockId> free_list_;   // plain free blocks, LIFO
+  std::vector<int32_t> ref_counts_;               // [n_blocks]
+  std::vector<BlockId> free_list_;                // plain free blocks, LIFO
   std::vector<std::optional<BlockHash>> hashes_;  // [n_blocks] published hash
   std::unordered_map<BlockHash, BlockId, BlockHashHasher> by_hash_;
   // Doubly linked LRU list of cached-free blocks (head = least recently used).
   std::vector<BlockId> prev_, next_;  // [n_blocks], -1 = none
   BlockId lru_head_ = -1, lru_tail_ = -1;
   int32_t n_cached_free_ = 0;
+  std::function<void(BlockId, const BlockHash&)> on_evict_;
 };
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kv/kv_offload.h"
 #include "kv/prefix_hash.h"
 
 namespace strata {
@@ -36,8 +37,38 @@ int32_t KvCacheManager::acquire_prefix(SequenceKv& seq, const std::vector<int32_
     pool_.acquire_cached(*hit);
     seq.blocks.push_back(*hit);
   }
+  if (offload_) restore_prefix(seq, n_full);
   seq.n_publish_tried = seq.blocks.size();  // hits are published already
   return static_cast<int32_t>(seq.blocks.size()) * block_size_;
+}
+
+void KvCacheManager::set_offload(KvOffload* offload) {
+  offload_ = offload;
+  if (offload)
+    pool_.set_evict_hook([offload](BlockId b, const BlockHash& h) { offload->demote(b, h); });
+  else
+    pool_.set_evict_hook(nullptr);
+}
+
+int32_t KvCacheManager::restore_prefix(SequenceKv& seq, size_t n_full) {
+  int32_t n = 0;
+  for (size_t i = seq.blocks.size(); i < n_full; ++i, ++n) {
+    const BlockHash& h = seq.hashes[i];
+    if (const auto hit = pool_.find_cached(h)) {  // a later block the pool still holds
+      pool_.acquire_cached(*hit);
+      seq.blocks.push_back(*hit);
+      continue;
+    }
+    if (!offload_->lookup(h)) break;
+    std::vector<BlockId> fresh;
+    if (!pool_.allocate(1, fresh)) break;  // no room: the rest is recomputed
+    if (!offload_->restore(h, fresh[0]) || !pool_.publish(fresh[0], h)) {
+      pool_.release(fresh[0]);
+      break;
+    }
+    seq.blocks.push_back(fresh[0]);
+  }
+  return n;
 }
 
 bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_from,
@@ -69,7 +100,8 @@ void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens
   extend_hashes(seq, tokens, n_computed, root);
   const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
   for (size_t i = seq.n_publish_tried; i < full; ++i)
-    if (seq.blocks[i] != kDroppedBlock) pool_.publish(seq.blocks[i], seq.hashes[i]);
+    if (seq.blocks[i] != kDroppedBlock && pool_.publish(seq.blocks[i], seq.hashes[i]) && offload_)
+      offload_->persist(seq.blocks[i], seq.hashes[i]);
   seq.n_publish_tried = std::max(seq.n_publish_tried, full);
 }
 

@@ -28,6 +28,8 @@ struct BlockCopy {
   BlockId src, dst;
 };
 
+class KvOffload;
+
 class KvCacheManager {
  public:
   KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching);
@@ -40,9 +42,15 @@ class KvCacheManager {
     return static_cast<int32_t>((n_tokens + block_size_ - 1) / block_size_);
   }
 
+  // Tiers below the pool (nullptr: none): evicted blocks are demoted to them, published blocks
+  // persisted, and acquire_prefix restores from them what the pool lacks. Not owned.
+  void set_offload(KvOffload* offload);
+
   // Finds the longest run of cached full blocks at the start of `tokens`, covering at most
   // `max_tokens` tokens, and takes a reference on each. seq must hold no blocks. Returns the
   // number of tokens covered (a multiple of the block size; 0 when prefix caching is off).
+  // With offload tiers, blocks past the pool's hits are restored from them into fresh blocks
+  // while the tiers have them and the pool has room.
   int32_t acquire_prefix(SequenceKv& seq, const std::vector<int32_t>& tokens, int32_t max_tokens,
                          const BlockHash& root);
 
@@ -82,7 +90,10 @@ class KvCacheManager {
   void extend_hashes(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_tokens,
                      const BlockHash& root);
 
+  int32_t restore_prefix(SequenceKv& seq, size_t n_full);
+
   BlockPool pool_;
+  KvOffload* offload_ = nullptr;
   int32_t block_size_;
   bool prefix_caching_;
 };

@@ -1,6 +1,7 @@
 #include "kv/kv_storage.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -96,6 +97,38 @@ KvStorage::KvStorage(Backend& backend, const KvGeometry& g, int32_t n_blocks)
 
 size_t KvStorage::bytes() const {
   return geometry_.bytes_per_block() * static_cast<size_t>(n_blocks_) + geometry_.staging_bytes(n_blocks_);
+}
+
+namespace {
+
+// The K and V byte ranges of one block in one layer.
+template <typename Fn>
+void for_block_ranges(const KvLayerView& l, int32_t block, Fn&& fn) {
+  const size_t k = l.k_layout().bytes * static_cast<size_t>(l.n_head_kv);
+  fn(static_cast<uint8_t*>(l.k) + k * static_cast<size_t>(block), k);
+  if (l.v_in_k) return;
+  const size_t v = l.v_layout().bytes * static_cast<size_t>(l.n_head_kv);
+  fn(static_cast<uint8_t*>(l.v) + v * static_cast<size_t>(block), v);
+}
+
+}  // namespace
+
+void KvStorage::read_block(int32_t block, uint8_t* out) const {
+  STRATA_CHECK(block >= 0 && block < n_blocks_ && !geometry_.staged());
+  for (const KvLayerView& l : layers_)
+    for_block_ranges(l, block, [&](const uint8_t* p, size_t n) {
+      std::memcpy(out, p, n);
+      out += n;
+    });
+}
+
+void KvStorage::write_block(int32_t block, const uint8_t* in) {
+  STRATA_CHECK(block >= 0 && block < n_blocks_ && !geometry_.staged());
+  for (const KvLayerView& l : layers_)
+    for_block_ranges(l, block, [&](uint8_t* p, size_t n) {
+      std::memcpy(p, in, n);
+      in += n;
+    });
 }
 
 int32_t KvStorage::blocks_for_bytes(const KvGeometry& geometry, size_t bytes) {

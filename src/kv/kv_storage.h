@@ -63,6 +63,11 @@ class KvStorage {
   // All the memory: blocks and staging.
   size_t bytes() const;
 
+  // One block's bytes over all layers (K tiles then V tiles per layer), bytes_per_block() of
+  // them: what the offload tiers store (kv_offload.h). Not for staged (KIVI) geometries.
+  void read_block(int32_t block, uint8_t* out) const;
+  void write_block(int32_t block, const uint8_t* in);
+
   // Blocks that fit in `bytes` of memory with their staging area (at least 1).
   static int32_t blocks_for_bytes(const KvGeometry& geometry, size_t bytes);
 
