@@ -95,6 +95,7 @@ void run(RunOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");
   auto* f = cmd.add_option("-f,--file", o->prompt_file, "Read the prompt from a file");

@@ -148,6 +148,7 @@ void serve(ServeOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<ServeOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   cmd.add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd.add_option("--port", o->http.port, "Port to listen on (0: any free port, printed at start)")
