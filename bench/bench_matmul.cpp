@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/w8a8_kernels.h"
+#include "backend/cpu/w8a8_matrix.h"
 #include "core/compute_peak.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
@@ -196,6 +198,59 @@ void BM_Gemm(benchmark::State& state) {
   set_label(state, *m.packed, std::string(s.name) + " gemm " + std::to_string(n_tokens) + " tokens");
 }
 
+// W8A8 (backend/cpu/w8a8_matrix.h) with dynamic per-token activation scales: GEMM (prefill) and
+// GEMV (decode, over copies as BM_Gemv) with their fraction of the int8 peak.
+std::unique_ptr<cpu::W8A8Matrix> make_w8a8(const Shape& s, uint64_t seed) {
+  std::vector<float> w(static_cast<size_t>(s.n_in * s.n_out));
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>((i * 2654435761u + seed) % 255) * 0.01f - 1.27f;
+  return cpu::W8A8Matrix::pack(&pool(), w.data(), s.n_in, s.n_out, {});
+}
+
+void BM_W8A8Gemm(benchmark::State& state) {
+  const Shape& s = shape_arg(state.range(0));
+  const int64_t n_tokens = state.range(1);
+  const auto m = make_w8a8(s, 7);
+  std::vector<float> x(static_cast<size_t>(s.n_in * n_tokens)), y(static_cast<size_t>(s.n_out * n_tokens));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    cpu::w8a8_matmul(pool(), *m, x.data(), y.data(), n_tokens);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double secs = seconds_since(t0);
+  const double ops = 2.0 * static_cast<double>(s.n_in * s.n_out * n_tokens);
+  state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  set_peak_fraction(state, TensorType::Q8_0, ops, secs);  // the int8 peak
+  state.SetLabel(std::string(s.name) + " w8a8 gemm " + std::to_string(n_tokens) + " tokens, " +
+                 isa_name(cpu::w8a8_kernels(isa_level()).level));
+}
+
+void BM_W8A8Gemv(benchmark::State& state) {
+  const Shape& s = shape_arg(state.range(0));
+  const size_t bytes = static_cast<size_t>(s.n_in * s.n_out);
+  const size_t copies = std::max<size_t>(1, kGemvWorkingSet / bytes);
+  std::vector<std::unique_ptr<cpu::W8A8Matrix>> mats;
+  for (size_t i = 0; i < copies; ++i) mats.push_back(make_w8a8(s, i + 1));
+  std::vector<float> x(static_cast<size_t>(s.n_in), 0.5f), y(static_cast<size_t>(s.n_out));
+  size_t i = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    cpu::w8a8_matmul(pool(), *mats[i], x.data(), y.data(), 1);
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % copies;
+  }
+  const double secs = seconds_since(t0);
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  set_bandwidth_fraction(state, static_cast<double>(bytes), secs);
+  state.SetLabel(std::string(s.name) + " w8a8 gemv, " + isa_name(cpu::w8a8_kernels(isa_level()).level));
+}
+
+void w8a8_args(benchmark::internal::Benchmark* b) {
+  for (int64_t s : {0, 1, 4, 6}) b->Args({s, kPrefillTokens});
+}
+
 // All 155 matrices of the model (distinct weights, as in a real forward pass).
 struct Model {
   TensorType type = TensorType::F32;
@@ -312,6 +367,8 @@ BENCHMARK(BM_PoolRun)->UseRealTime();
 BENCHMARK(BM_ComputePeak)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_W8A8Gemm)->Apply(w8a8_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_W8A8Gemv)->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ModelDecode)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ModelPrefill)
     ->Arg(0)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/kv_layout.h"
+#include "core/check.h"
 #include "core/tensor_type.h"
 
 namespace strata {
@@ -204,6 +205,15 @@ class Backend {
   virtual std::unique_ptr<BackendBuffer> alloc(size_t bytes) = 0;
   // t: a 2-D weight [n_out, n_in] (ne = {n_in, n_out}); its data must outlive the result.
   virtual std::unique_ptr<BackendMatrix> prepare_matrix(const TensorInfo& t) = 0;
+  // W8A8 (Strata-only, made at load; backend/cpu/w8a8_matrix.h): t, a 2-D F32/F16/BF16/Q8_0 weight,
+  // requantized to int8 with one scale per output channel; matmul quantizes the activations to int8
+  // per token (static_act_absmax 0) or with the fixed per-tensor absmax from calibration. type()
+  // of the result is t's. Throws strata::Error for another type or shape, or a backend without it.
+  virtual std::unique_ptr<BackendMatrix> prepare_w8a8_matrix(const TensorInfo& t, float static_act_absmax) {
+    (void)t;
+    (void)static_act_absmax;
+    STRATA_THROW("backend ", name(), " has no W8A8 kernels");
+  }
 
   // out[i, :] = table row ids[i] as f32. table: [n_rows, n_embd] of any storage type.
   virtual void get_rows(const TensorInfo& table, const int32_t* ids, int64_t n_ids,

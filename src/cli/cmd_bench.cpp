@@ -388,6 +388,7 @@ void run(const BenchOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<BenchOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   // -m is validated in the callback: `bench serve` (a child command) needs no model.
   cmd.get_option("--model")->required(false);

@@ -135,7 +135,8 @@ void check_saved_run(const KldOptions& o, const eval::BaseLogitsReader& reader, 
 
 void run_saved(const KldOptions& o, Backend& backend) {
   const eval::BaseLogitsReader reader(o.base_logits);
-  std::unique_ptr<Model> model = load_one(o.model.model, o.model.tokenizer, backend);
+  std::unique_ptr<Model> model = load_model_on(o.model, backend, {});
+  log_info("loaded ", o.model.model, ": ", model->config().summary());
   check_saved_run(o, reader, *model);
   eval::FileBaseSource source(reader);
   eval::WindowRunner runner(*model, reader.plan().n_ctx, o.model.kv.resolve(), o.kv_window);
@@ -152,7 +153,8 @@ void run_live(const KldOptions& o, Backend& backend) {
   std::unique_ptr<Model> base = load_one(o.base, o.base_tokenizer, backend);
   std::unique_ptr<Model> model;
   if (!o.model.model.empty()) {
-    model = load_one(o.model.model, o.model.tokenizer, backend);
+    model = load_model_on(o.model, backend, {});
+    log_info("loaded ", o.model.model, ": ", model->config().summary());
     eval::check_same_vocab(base->tokenizer(), model->tokenizer());
   }
   const Tokenizer& tok = base->tokenizer();
@@ -196,6 +198,7 @@ void run_live(const KldOptions& o, Backend& backend) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<KldOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   cmd.get_option("--model")->required(false)->description("Model to judge against the base");
   cmd.add_option("--base", o->base, "Base model (the reference distribution), e.g. the F32/F16 original");
   cmd.add_option("--base-tokenizer", o->base_tokenizer, "llama2.c tokenizer .bin for a .bin base checkpoint");

@@ -73,6 +73,7 @@ void run(const LogitsOptions& o, bool from_prompt) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<LogitsOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text (BOS added when the model says so)");
   auto* t = cmd.add_option("--tokens", o->tokens, "Comma-separated token ids, used as given");
   p->excludes(t);

@@ -85,6 +85,7 @@ void run(const PerplexityOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<PerplexityOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   cmd.add_option("-f,--file", o->text_file, "Text file to evaluate")->required();
   cmd.add_option("-c,--ctx", o->ctx, "Tokens per window (default 512)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));

@@ -104,6 +104,7 @@ void run(RunOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<RunOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   add_kv_window_options(cmd, o->kv_window);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");

@@ -157,6 +157,7 @@ void serve(ServeOptions& o) {
 void setup(CLI::App& cmd) {
   auto o = std::make_shared<ServeOptions>();
   add_model_options(cmd, o->model);
+  add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   add_kv_window_options(cmd, o->engine.kv_window);
   cmd.add_option("--host", o->http.host, "Address to listen on")->capture_default_str();

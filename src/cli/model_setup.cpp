@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "calib/imatrix_file.h"
+#include "calib/smoothquant.h"
 #include "core/check.h"
 #include "core/log.h"
 
@@ -17,6 +19,51 @@ void add_model_options(CLI::App& cmd, ModelOptions& o, bool with_threads) {
   cmd.add_option("--tokenizer", o.tokenizer, "llama2.c tokenizer .bin (for a .bin checkpoint)");
   if (with_threads)
     cmd.add_option("-t,--threads", o.threads, "Compute threads (0: all cores)")->check(CLI::Range(0, 1024));
+}
+
+void add_w8a8_options(CLI::App& cmd, W8A8Options& o) {
+  cmd.add_option(
+         "--w8a8", o.mode,
+         "Load the decoder-layer matrices as W8A8 (int8 weights, per-output-channel scales, int8 "
+         "activations; Strata-only, made at load from F32/F16/BF16/Q8_0): dynamic (per-token activation "
+         "scales) or static (per-tensor scales from --w8a8-stats)")
+      ->check(CLI::IsMember({"dynamic", "static"}));
+  cmd.add_option("--w8a8-stats", o.stats,
+                 "Calibration statistics from `strata calibrate` (per-column max |x|) for --w8a8 static and "
+                 "--smoothquant");
+  cmd.add_flag(
+      "--smoothquant", o.smooth,
+      "With --w8a8: SmoothQuant, migrate activation outliers into the weights (folded into attn_norm "
+      "-> q,k,v and ffn_norm -> gate,up)");
+  cmd.add_option("--smooth-alpha", o.alpha, "SmoothQuant migration strength (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+}
+
+std::unique_ptr<Model> load_model_on(const ModelOptions& o, Backend& backend, ModelLoadOptions mo) {
+  mo.tokenizer_path = o.tokenizer;
+  const W8A8Options& q = o.w8a8;
+  if (q.mode.empty()) {
+    if (q.smooth || !q.stats.empty()) STRATA_THROW("--smoothquant and --w8a8-stats need --w8a8");
+    return Model::load(o.model, backend, mo);
+  }
+  const bool is_static = q.mode == "static";
+  if ((is_static || q.smooth) && q.stats.empty())
+    STRATA_THROW("--w8a8 static and --smoothquant need --w8a8-stats FILE (from `strata calibrate`)");
+  auto plan = std::make_shared<W8A8Plan>();
+  plan->static_act = is_static;
+  std::unique_ptr<ModelFile> file = open_model_file(o.model, o.tokenizer);
+  if (!q.stats.empty()) {
+    const calib::CalibrationFile stats = calib::read_calibration_file(q.stats);
+    calib::W8A8Calibration c = calib::calibrate_w8a8(std::move(file), stats.stats,
+                                                     q.smooth ? std::optional<float>(q.alpha) : std::nullopt);
+    for (const std::string& line : c.log) log_info("smoothquant: ", line);
+    file = std::move(c.file);
+    plan->act_absmax = std::move(c.act_absmax);
+  }
+  log_info("w8a8: decoder-layer matrices as W8A8, ", q.mode, " activation scales",
+           q.smooth ? ", SmoothQuant alpha " + std::to_string(q.alpha) : std::string());
+  mo.w8a8 = std::move(plan);
+  return Model::load(std::move(file), backend, mo);
 }
 
 void add_kv_options(CLI::App& cmd, KvOptions& o) {
@@ -60,9 +107,7 @@ LoadedModel load_model(const ModelOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   LoadedModel lm;
   lm.backend = make_cpu_backend(o.threads);
-  ModelLoadOptions mo;
-  mo.tokenizer_path = o.tokenizer;
-  lm.model = Model::load(o.model, *lm.backend, mo);
+  lm.model = load_model_on(o, *lm.backend, {});
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log_info("loaded ", o.model, " in ", static_cast<int>(ms), " ms: ", lm.model->config().summary());
   log_info("backend ", lm.backend->name(), ", ", lm.backend->n_threads(), " threads");

@@ -25,14 +25,28 @@ struct KvOptions {
   KvCacheType resolve() const;
 };
 
+// W8A8 made at load (model/w8a8_plan.h): --w8a8, --w8a8-stats, --smoothquant, --smooth-alpha.
+struct W8A8Options {
+  std::string mode;     // --w8a8: "" (off), "dynamic" or "static"
+  std::string stats;    // --w8a8-stats: `strata calibrate` output (static, SmoothQuant)
+  bool smooth = false;  // --smoothquant
+  float alpha = 0.5f;   // --smooth-alpha
+};
+
 struct ModelOptions {
   std::string model;      // -m: GGUF file, llama2.c .bin or HF directory
   std::string tokenizer;  // --tokenizer: llama2.c tokenizer .bin
   int threads = 0;        // --threads: 0 = all cores
   KvOptions kv;           // set by add_kv_options
+  W8A8Options w8a8;       // set by add_w8a8_options
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& options, bool with_threads = true);
+// --w8a8 and its companions, for the commands that load through load_model / load_model_on.
+void add_w8a8_options(CLI::App& cmd, W8A8Options& options);
+// Opens options.model and loads it on `backend` with mo, as W8A8 when --w8a8 asks (SmoothQuant
+// folded first with --smoothquant). Throws strata::Error for inconsistent flags.
+std::unique_ptr<Model> load_model_on(const ModelOptions& options, Backend& backend, ModelLoadOptions mo);
 void add_kv_options(CLI::App& cmd, KvOptions& options);
 // --kv-sinks N --kv-window W: StreamingLLM attention sinks + window (kv/kv_window_policy.h).
 void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& policy);

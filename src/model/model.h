@@ -13,6 +13,7 @@
 #include "model/forward_batch.h"
 #include "model/model_config.h"
 #include "model/op_profile.h"
+#include "model/w8a8_plan.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata {
@@ -25,6 +26,8 @@ struct ModelLoadOptions {
   // Context the model will run with (0: its training context); chooses phi3's long or short
   // LongRoPE factors as llama.cpp does (long when it exceeds the original context).
   int64_t n_ctx = 0;
+  // Decoder-layer matrices to load as W8A8 (w8a8_plan.h); null: every weight keeps its type.
+  std::shared_ptr<const W8A8Plan> w8a8;
 };
 
 class Model {

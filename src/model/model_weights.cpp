@@ -21,7 +21,8 @@ std::string shape_string(const TensorInfo& t) {
 // Looks tensors up by name, checks them and prepares them on the backend.
 class WeightBinder {
  public:
-  WeightBinder(const ModelFile& f, Backend& backend) : f_(f), backend_(backend) {}
+  WeightBinder(const ModelFile& f, Backend& backend, const W8A8Plan* w8a8)
+      : f_(f), backend_(backend), w8a8_(w8a8) {}
 
   // The tensor, with its shape (GGUF ne order: innermost first) checked.
   const TensorInfo& expect(const std::string& name, std::initializer_list<int64_t> shape) const {
@@ -63,7 +64,8 @@ class WeightBinder {
   }
   // A backend that made its own copy no longer needs the file's pages: keep RSS ~ one copy.
   std::unique_ptr<BackendMatrix> prepared(const TensorInfo& t) const {
-    auto m = backend_.prepare_matrix(t);
+    auto m = w8a8_ && W8A8Plan::covers(t.name) ? backend_.prepare_w8a8_matrix(t, w8a8_absmax(t.name))
+                                               : backend_.prepare_matrix(t);
     if (m->owned_bytes() > 0) f_.drop_tensor_pages(t);
     return m;
   }
@@ -79,8 +81,19 @@ class WeightBinder {
   }
 
  private:
+  // The static activation absmax of a W8A8 matrix (0: dynamic).
+  float w8a8_absmax(const std::string& name) const {
+    if (!w8a8_->static_act) return 0.0f;
+    const auto it = w8a8_->act_absmax.find(name);
+    if (it == w8a8_->act_absmax.end() || !(it->second > 0.0f))
+      STRATA_THROW("W8A8 static: the calibration statistics have no input max |x| for '", name,
+                   "' (collect them with `strata calibrate` on this model)");
+    return it->second;
+  }
+
   const ModelFile& f_;
   Backend& backend_;
+  const W8A8Plan* w8a8_;
 };
 
 void bind_attention(const WeightBinder& b, const ModelConfig& c, const std::string& p, AttentionWeights& w) {
@@ -170,7 +183,7 @@ void bind_ffn(const WeightBinder& b, const ModelConfig& c, const std::string& p,
 void Model::bind_weights() {
   ModelConfig& c = config_;
   const ModelFile& f = *file_;
-  const WeightBinder b(f, backend_);
+  const WeightBinder b(f, backend_, options_.w8a8.get());
   const TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) STRATA_THROW("model is missing tensor 'token_embd.weight'");
   if (c.n_vocab == 0) c.n_vocab = embd->ne[1];

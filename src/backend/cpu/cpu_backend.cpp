@@ -17,6 +17,7 @@
 #include "backend/cpu/moe_routing.h"
 #include "backend/cpu/rope_table.h"
 #include "backend/cpu/vector_ops.h"
+#include "backend/cpu/w8a8_matrix.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "formats/model_file.h"
@@ -57,6 +58,23 @@ class CpuMatrix final : public BackendMatrix {
   std::unique_ptr<cpu::PackedMatrix> packed_;
 };
 
+// A W8A8 matrix (w8a8_matrix.h), made from t's weights dequantized to f32.
+class CpuW8A8Matrix final : public BackendMatrix {
+ public:
+  CpuW8A8Matrix(TensorType source_type, std::unique_ptr<cpu::W8A8Matrix> m)
+      : type_(source_type), m_(std::move(m)) {}
+  TensorType type() const override { return type_; }
+  int64_t n_in() const override { return m_->n_in(); }
+  int64_t n_out() const override { return m_->n_out(); }
+  size_t weight_bytes() const override { return m_->weight_bytes(); }
+  size_t owned_bytes() const override { return m_->weight_bytes(); }
+  const cpu::W8A8Matrix& w8a8() const { return *m_; }
+
+ private:
+  TensorType type_;
+  std::unique_ptr<cpu::W8A8Matrix> m_;
+};
+
 class CpuMatrixStack final : public BackendMatrixStack {
  public:
   explicit CpuMatrixStack(std::unique_ptr<cpu::PackedMatrixStack> packed) : packed_(std::move(packed)) {}
@@ -95,6 +113,21 @@ class CpuBackend final : public Backend {
                                        cpu::pack_matrix(t.type, t.ne[0], t.ne[1], t.data));
   }
 
+  std::unique_ptr<BackendMatrix> prepare_w8a8_matrix(const TensorInfo& t, float static_act_absmax) override {
+    if (t.n_dims > 2 || t.ne[2] != 1 || t.ne[3] != 1) STRATA_THROW("W8A8: '", t.name, "' is not a matrix");
+    if (t.type != TensorType::F32 && t.type != TensorType::F16 && t.type != TensorType::BF16 &&
+        t.type != TensorType::Q8_0)
+      STRATA_THROW("W8A8 is made from F32, F16, BF16 or Q8_0 weights; '", t.name, "' is ", type_name(t.type));
+    const int64_t n_in = t.ne[0], n_out = t.ne[1];
+    std::vector<float> w(static_cast<size_t>(n_in * n_out));  // [n_out, n_in]
+    const size_t stride = row_bytes(t.type, n_in);
+    for (int64_t o = 0; o < n_out; ++o)
+      dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + stride * static_cast<size_t>(o),
+                     w.data() + o * n_in, n_in);
+    return std::make_unique<CpuW8A8Matrix>(
+        t.type, cpu::W8A8Matrix::pack(&pool_, w.data(), n_in, n_out, cpu::W8A8ActQuant{static_act_absmax}));
+  }
+
   std::unique_ptr<BackendMatrixStack> prepare_matrix_stack(const TensorInfo& t) override {
     STRATA_CHECK(t.n_dims <= 3 && t.ne[3] == 1, "not a stack of matrices: ", t.name);
     return std::make_unique<CpuMatrixStack>(
@@ -113,6 +146,10 @@ class CpuBackend final : public Backend {
   }
 
   void matmul(const BackendMatrix& w, const float* x, float* y, int64_t n_tokens) override {
+    if (const auto* q = dynamic_cast<const CpuW8A8Matrix*>(&w)) {
+      cpu::w8a8_matmul(pool_, q->w8a8(), x, y, n_tokens);
+      return;
+    }
     cpu::matmul(pool_, static_cast<const CpuMatrix&>(w).packed(), x, y, n_tokens);
   }
 
