@@ -131,7 +131,7 @@ void EngineCore::setup_offload(const KvGeometry& g) {
   std::unique_ptr<KvTier> disk;
   if (!config_.kv_offload_dir.empty())
     disk = std::make_unique<DiskTier>(config_.kv_offload_dir, config_.kv_offload_disk,
-                                      kv_fingerprint(model_, g), g.bytes_per_block());
+                                      kv_fingerprint(model_, g, config_.kv_window), g.bytes_per_block());
   offload_ = std::make_unique<KvOffload>(target_->kv(), config_.kv_offload_mem, std::move(disk));
   kv_->set_offload(offload_.get());
   log_info("KV offloading: host ", config_.kv_offload_mem >> 20, " MiB",

@@ -17,8 +17,8 @@ void put(std::string& s, const T& v) {
 
 }  // namespace
 
-BlockHash kv_fingerprint(const Model& model, const KvGeometry& g) {
-  std::string s = "strata-kv-tier-v1";
+BlockHash kv_fingerprint(const Model& model, const KvGeometry& g, const KvWindowPolicy& window) {
+  std::string s = "strata-kv-tier-v2";
   constexpr size_t kSample = 4096;
   for (const TensorInfo& t : model.file().tensors()) {
     put(s, static_cast<uint64_t>(t.name.size()));
@@ -40,6 +40,17 @@ BlockHash kv_fingerprint(const Model& model, const KvGeometry& g) {
        {g.n_layer, g.n_head_kv, g.head_dim, g.v_dim(), static_cast<int32_t>(g.v_in_k), g.block_size})
     put(s, v);
   put(s, static_cast<uint64_t>(g.bytes_per_block()));
+  put(s, window.sinks);
+  put(s, window.window);
+  const ModelLoadOptions& lo = model.load_options();
+  put(s, static_cast<int32_t>(lo.w8a8 ? 1 + int{lo.w8a8->static_act} : 0));
+  if (lo.w8a8)
+    for (const auto& [name, absmax] : lo.w8a8->act_absmax) {
+      put(s, static_cast<uint64_t>(name.size()));
+      s += name;
+      put(s, absmax);
+    }
+  if (model.config().rope_orig_ctx > 0) put(s, lo.n_ctx);
   BlockHash out;
   unsigned int len = 0;
   STRATA_CHECK(EVP_Digest(s.data(), s.size(), out.data(), &len, EVP_sha256(), nullptr) == 1 &&

@@ -42,6 +42,7 @@ class Model {
   ~Model();
 
   const ModelConfig& config() const { return config_; }
+  const ModelLoadOptions& load_options() const { return options_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelFile& file() const { return *file_; }
   Backend& backend() const { return backend_; }
