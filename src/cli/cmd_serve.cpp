@@ -37,6 +37,7 @@ struct ServeOptions {
   double shutdown_timeout_s = 30.0;
   std::string max_body = "16MiB";
   std::string chat_template_file;
+  std::string pooling;  // --pooling (empty: the model's, else mean)
 };
 
 // Waits for SIGTERM/SIGINT on a thread of its own (the signals are blocked everywhere else,
@@ -116,6 +117,7 @@ void configure(ServeOptions& o) {
   o.engine.static_batching = o.scheduler == "static";
   o.engine.spec = spec_config(o.spec);
   o.engine.model_name = o.http.served_model_name;
+  if (!o.pooling.empty()) o.http.pooling = parse_pooling(o.pooling);
 }
 
 void serve(ServeOptions& o) {
@@ -185,6 +187,16 @@ void setup(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--chat-template-file", o->chat_template_file,
                  "Jinja chat template used instead of the model's (llama.cpp's flag)");
+  cmd.add_flag("--embeddings", o->http.embeddings,
+               "Serve POST /v1/embeddings (llama-server's flag; generation routes stay on)");
+  cmd.add_option("--pooling", o->pooling,
+                 "Embedding pooling: mean, cls or last (default: the GGUF's pooling_type, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
+  cmd.add_option("--embd-normalize", o->http.embd_normalize,
+                 "Embedding normalization: -1 none, 0 max-abs to int16 range, 1 taxicab, 2 Euclidean, "
+                 ">2 p-norm")
+      ->check(CLI::Range(-1, 1 << 20))
+      ->capture_default_str();
   cmd.callback([o] { serve(*o); });
 }
 

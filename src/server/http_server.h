@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (`strata serve`).
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE streaming),
+// POST /v1/embeddings (with --embeddings),
 // GET /v1/models[/ID], GET /health, GET /metrics (Prometheus text), POST /tokenize,
 // POST /detokenize, GET /debug/stats (engine counters as JSON, for tests and operators).
 // Every route except /health needs the API key when one is set. Errors are OpenAI-shaped.
@@ -15,6 +16,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+
+#include "engine/embedding.h"
 
 namespace strata {
 class Engine;
@@ -34,6 +37,10 @@ struct ServerOptions {
   // Jinja source that replaces the model's chat template (--chat-template-file); empty: the
   // model's own (or ChatML when it has none).
   std::string chat_template_source;
+  // POST /v1/embeddings is served only with --embeddings (else 501, as llama-server answers).
+  bool embeddings = false;
+  Pooling pooling = Pooling::None;  // --pooling; None: the GGUF's <arch>.pooling_type, else mean
+  int32_t embd_normalize = 2;       // --embd-normalize (llama.cpp's values; 2: Euclidean)
 };
 
 class Server {
