@@ -39,6 +39,7 @@ struct ServeOptions {
   std::string max_body = "16MiB";
   std::string chat_template_file;
   bool no_webui = false;
+  std::string pooling;  // --pooling (empty: the model's, else mean)
 };
 
 // Waits for SIGTERM/SIGINT on a thread of its own (the signals are blocked everywhere else,
@@ -124,6 +125,7 @@ void configure(ServeOptions& o) {
   o.engine.static_batching = o.scheduler == "static";
   o.engine.spec = spec_config(o.spec);
   o.engine.model_name = o.http.served_model_name;
+  if (!o.pooling.empty()) o.http.pooling = parse_pooling(o.pooling);
 }
 
 void serve(ServeOptions& o) {
@@ -202,6 +204,16 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--chat-template-file", o->chat_template_file,
                  "Jinja chat template used instead of the model's (llama.cpp's flag)");
   cmd.add_flag("--no-webui", o->no_webui, "Do not serve the browser chat page at / (llama.cpp's flag)");
+  cmd.add_flag("--embeddings", o->http.embeddings,
+               "Serve POST /v1/embeddings (llama-server's flag; generation routes stay on)");
+  cmd.add_option("--pooling", o->pooling,
+                 "Embedding pooling: mean, cls or last (default: the GGUF's pooling_type, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
+  cmd.add_option("--embd-normalize", o->http.embd_normalize,
+                 "Embedding normalization: -1 none, 0 max-abs to int16 range, 1 taxicab, 2 Euclidean, "
+                 ">2 p-norm")
+      ->check(CLI::Range(-1, 1 << 20))
+      ->capture_default_str();
   cmd.callback([o] { serve(*o); });
 }
 

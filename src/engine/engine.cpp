@@ -126,7 +126,11 @@ SubmitResult Engine::submit(RequestParams p, EventCallback on_event) {
     if (t < 0 || t >= n_vocab)
       STRATA_THROW("prompt token id ", t, " is outside the vocabulary [0, ", n_vocab, ")");
   if (p.n < 1 || p.n > 128) STRATA_THROW("n must be in [1, 128], got ", p.n);
-  const bool scoring = p.prompt_logits_from >= 0;
+  const bool embedding = p.pooling != Pooling::None;
+  if (embedding && (p.n != 1 || p.stop.max_tokens != 0 || p.prompt_logits_from >= 0 || p.constraint))
+    STRATA_THROW(
+        "an embedding request has one choice and no output (n 1, max_tokens 0, no logits or constraint)");
+  const bool scoring = p.prompt_logits_from >= 0 || embedding;
   if (p.stop.max_tokens < (scoring ? 0 : 1))
     STRATA_THROW("max_tokens must be at least 1, got ", p.stop.max_tokens);
   if (p.prompt_logits_from >= static_cast<int64_t>(p.prompt.size()))

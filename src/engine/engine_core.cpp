@@ -203,6 +203,9 @@ std::unique_ptr<Sequence> EngineCore::make_sequence(RequestState& r, int32_t ind
   s->detok = std::make_unique<StreamingDetokenizer>(tok, after_bos);
   s->stop = std::make_unique<StopMatcher>(r.params.stop.stop_strings);
   if (r.params.constraint) s->constraint = r.params.constraint->make();
+  if (r.params.pooling != Pooling::None)
+    s->pool = std::make_unique<EmbeddingPool>(r.params.pooling, model_.config().n_embd,
+                                              static_cast<int64_t>(r.params.prompt.size()));
   return s;
 }
 

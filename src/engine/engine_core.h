@@ -62,6 +62,7 @@ class EngineCore {
   void process_outputs(const ScheduleOutput& so);
   void publish(Sequence& s);
   void deliver_prompt_logits(Sequence& s, const ScheduledChunk& c, int64_t first_row);
+  void pool_hidden_rows(Sequence& s, int64_t n_real, int64_t first_hidden);
   void emit(Sequence& s, const float* rows, int32_t n_draft);
   FinishReason emit_token(Sequence& s, int32_t token, const float* row, EngineEvent& ev);
   void fork_children(Sequence& parent);
@@ -93,8 +94,9 @@ class EngineCore {
   uint64_t next_uid_ = 1;
   int32_t n_unscheduled_ = 0;
   ForwardBatch batch_;
-  const float* logits_ = nullptr;         // [n_outputs, n_vocab] of the last execute
-  std::vector<int64_t> chunk_first_row_;  // per chunk of the last execute: its first logits row
+  const float* logits_ = nullptr;            // [n_outputs, n_vocab] of the last execute
+  std::vector<int64_t> chunk_first_row_;     // per chunk of the last execute: its first logits row
+  std::vector<int64_t> chunk_first_hidden_;  // per chunk of the last execute: its first hidden row
   // Scratch of output processing.
   TokenDistribution dist_;
   std::vector<uint8_t> mask_;  // [n_vocab]

@@ -25,19 +25,24 @@ void EngineCore::execute(ScheduleOutput& so) {
   batch_.clear();
   batch_.kv_window = config_.kv_window;
   chunk_first_row_.clear();
-  int64_t rows = 0;
+  chunk_first_hidden_.clear();
+  int64_t rows = 0, hidden_rows = 0;
   for (const ScheduledChunk& c : so.chunks) {
     Sequence& s = *c.seq;
     const auto seq_index = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(&s.kv.blocks);
     chunk_first_row_.push_back(rows);
+    chunk_first_hidden_.push_back(hidden_rows);
     const int64_t n_real = c.n_tokens - c.n_draft;
     for (int64_t i = 0; i < n_real; ++i) {
       const int64_t pos = s.n_computed + i;
       const bool last = pos + 1 == static_cast<int64_t>(s.tokens.size());
-      const bool logits = last || wants_prompt_row(s, pos);
-      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), seq_index, logits);
+      // An embedding request wants hidden rows only: no logits, so no output projection.
+      const bool hidden = s.pool && s.pool->wants(pos);
+      const bool logits = !s.pool && (last || wants_prompt_row(s, pos));
+      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), seq_index, logits, hidden);
       rows += logits;
+      hidden_rows += hidden;
     }
     // Drafts follow the last token; every one of their rows is verified.
     for (int32_t j = 0; j < c.n_draft; ++j) {
@@ -75,6 +80,7 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
     const int64_t first_row = chunk_first_row_[ci];
     const int64_t n_real = c.n_tokens - c.n_draft;
     deliver_prompt_logits(s, c, first_row);
+    if (s.pool) pool_hidden_rows(s, n_real, chunk_first_hidden_[ci]);
     s.n_computed += n_real;
     metrics_.prompt_tokens.add(static_cast<double>(
         std::max<int64_t>(0, std::min(s.n_computed, s.n_prompt) - (s.n_computed - n_real))));
@@ -83,9 +89,11 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
       continue;  // mid-prompt chunk (or a sequence finished earlier in this step)
     }
     RequestState& r = *s.request;
-    if (r.params.stop.max_tokens == 0) {  // scoring only: the prompt is all there is
+    if (r.params.stop.max_tokens == 0) {  // scoring or embedding: the prompt is all there is
       publish(s);
-      finish_sequence(s, FinishReason::Length, EngineEvent{});
+      EngineEvent ev;
+      if (s.pool) ev.embedding = s.pool->result();
+      finish_sequence(s, s.pool ? FinishReason::Stop : FinishReason::Length, std::move(ev));
       continue;
     }
     // The sampling rows: the last real token's and one per draft.
@@ -98,6 +106,17 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
       for (auto& child : r.seqs)
         if (child.get() != &s && child->n_generated() == 0) emit(*child, rows, 0);
     emit(s, rows, c.n_draft);
+  }
+}
+
+// Adds the chunk's wanted hidden rows (positions [n_computed, + n_real)) to the sequence's pool.
+void EngineCore::pool_hidden_rows(Sequence& s, int64_t n_real, int64_t first_hidden) {
+  const int64_t n_embd = model_.config().n_embd;
+  const float* rows = target_->hidden() + first_hidden * n_embd;
+  for (int64_t pos = s.n_computed; pos < s.n_computed + n_real; ++pos) {
+    if (!s.pool->wants(pos)) continue;
+    s.pool->add(pos, rows);
+    rows += n_embd;
   }
 }
 

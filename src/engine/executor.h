@@ -27,6 +27,9 @@ class Executor {
   // returns the logits of the rows with want_logits, in batch order: [n_outputs, n_vocab],
   // valid until the next call.
   virtual const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) = 0;
+  // The final hidden states of the rows with want_hidden of the last execute, in batch order:
+  // [n_hidden_outputs, n_embd] (embedding requests pool them), valid until the next call.
+  virtual const float* hidden() const = 0;
 };
 
 // A Model on its backend, with KV storage for n_blocks blocks.
@@ -37,6 +40,7 @@ class ModelExecutor final : public Executor {
   const ModelConfig& config() const override { return model_.config(); }
   size_t kv_bytes_per_block() const override { return kv_.geometry().bytes_per_block(); }
   const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) override;
+  const float* hidden() const override { return hidden_.data(); }
 
   Model& model() { return model_; }
   const KvStorage& kv() const { return kv_; }
@@ -46,6 +50,7 @@ class ModelExecutor final : public Executor {
   Model& model_;
   KvStorage kv_;
   std::vector<float> logits_;  // [n_outputs, n_vocab]
+  std::vector<float> hidden_;  // [n_hidden_outputs, n_embd]
 };
 
 }  // namespace strata

@@ -10,7 +10,9 @@ const float* ModelExecutor::execute(const std::vector<BlockCopy>& copies, const 
     for (int32_t il = 0; il < kv_.geometry().n_layer; ++il)
       model_.backend().copy_kv_block(kv_.layer(il), c.src, c.dst);
   logits_.resize(static_cast<size_t>(batch.n_outputs() * model_.config().n_vocab));
-  if (batch.n_tokens() > 0) model_.forward(batch, kv_, logits_.data());
+  hidden_.resize(static_cast<size_t>(batch.n_hidden_outputs() * model_.config().n_embd));
+  if (batch.n_tokens() > 0)
+    model_.forward(batch, kv_, logits_.data(), hidden_.empty() ? nullptr : hidden_.data());
   return logits_.data();
 }
 

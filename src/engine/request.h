@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/spec/spec_config.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -46,6 +47,10 @@ struct RequestParams {
   // Partition of cross-request caches (the API key when the server has keys): with cache_salt,
   // no tenant's text is ever proposed to another by a shared drafter cache.
   std::string tenant;
+  // An embedding request (not None): the prompt is evaluated and its final hidden states pooled
+  // into EngineEvent::embedding; nothing is sampled (max_tokens 0, n 1). It never reads the
+  // prefix cache (mean pooling needs every position's hidden state), but publishes its blocks.
+  Pooling pooling = Pooling::None;
 };
 
 enum class FinishReason { None, Stop, Length, Abort, Error };
@@ -84,6 +89,9 @@ struct EngineEvent {
   const float* logits = nullptr;
   int64_t logits_first_row = 0;
   int64_t n_logits_rows = 0;
+  // Embedding requests (RequestParams::pooling): the pooled final hidden state, unnormalized,
+  // [n_embd], on the final event.
+  std::vector<float> embedding;
 };
 
 using EventCallback = std::function<void(const EngineEvent&)>;

@@ -71,7 +71,8 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
   while (!waiting_.empty() && (budget > 0 || whole_batch) &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
-    if (seq->kv.blocks.empty()) {
+    // Embedding requests need the hidden state of every position: they never skip any.
+    if (seq->kv.blocks.empty() && seq->request->params.pooling == Pooling::None) {
       // At least the last token is always computed: its logits are needed.
       const int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
       const int32_t hit =

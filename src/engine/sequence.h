@@ -45,6 +45,7 @@ struct Sequence {
   int64_t n_drafted = 0, n_draft_accepted = 0, n_draft_rounds = 0;
   uint64_t admitted_order = 0;  // increasing with each admission (preemption picks the max)
   std::optional<Clock::time_point> last_token_time;
+  std::unique_ptr<EmbeddingPool> pool;  // embedding requests: the pooled hidden rows so far
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   int64_t n_uncomputed() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

@@ -15,6 +15,9 @@ struct ForwardBatch {
   std::vector<int32_t> pos;          // [n_tokens] position within its sequence
   std::vector<int32_t> seq;          // [n_tokens] index into block_tables
   std::vector<uint8_t> want_logits;  // [n_tokens]
+  // [n_tokens] 1: the token's final hidden state (after the final norm, before the output
+  // projection) is returned (embedding requests pool them); independent of want_logits.
+  std::vector<uint8_t> want_hidden;
   // Per sequence: its KV blocks in position order, covering every position in the batch.
   // Tokens of one sequence appear in increasing position order; all earlier positions of the
   // sequence are already in the cache (or earlier in this batch).
@@ -27,7 +30,8 @@ struct ForwardBatch {
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const;
-  void add(int32_t token, int32_t position, int32_t seq_index, bool logits);
+  int64_t n_hidden_outputs() const;
+  void add(int32_t token, int32_t position, int32_t seq_index, bool logits, bool hidden = false);
   void clear();
 };
 

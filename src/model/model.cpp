@@ -79,10 +79,11 @@ size_t Model::total_weight_bytes() const {
   return total;
 }
 
-void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logits) {
+void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logits, float* hidden) {
   const int64_t n = batch.n_tokens();
   STRATA_CHECK(batch.pos.size() == static_cast<size_t>(n) && batch.seq.size() == static_cast<size_t>(n) &&
-               batch.want_logits.size() == static_cast<size_t>(n));
+               batch.want_logits.size() == static_cast<size_t>(n) &&
+               (batch.want_hidden.empty() || batch.want_hidden.size() == static_cast<size_t>(n)));
   STRATA_CHECK(kv.geometry().n_layer == config_.n_layer && kv.geometry().n_head_kv == config_.n_head_kv &&
                    kv.geometry().head_dim == config_.head_dim,
                "KV storage does not match the model");
@@ -125,17 +126,40 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
     run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab, batch.kv_window);
   }
 
-  // Only the rows whose logits are wanted go through the final norm and the output matrix.
+  // Only the rows whose logits or hidden states are wanted go through the final norm; hidden
+  // rows are copied out after it, and only the logits rows go on through the output matrix.
   float* h = fp(s.h);
-  int64_t n_out = 0;
+  const bool any_hidden = batch.n_hidden_outputs() > 0;
+  auto wanted = [&](int64_t t) {
+    return batch.want_logits[static_cast<size_t>(t)] ||
+           (any_hidden && batch.want_hidden[static_cast<size_t>(t)]);
+  };
+  const size_t row_bytes = static_cast<size_t>(c.n_embd) * sizeof(float);
+  int64_t n_norm = 0;
   for (int64_t t = 0; t < n; ++t) {
-    if (!batch.want_logits[static_cast<size_t>(t)]) continue;
-    if (n_out != t)
-      std::memcpy(x + n_out * c.n_embd, x + t * c.n_embd, static_cast<size_t>(c.n_embd) * sizeof(float));
-    ++n_out;
+    if (!wanted(t)) continue;
+    if (n_norm != t) std::memcpy(x + n_norm * c.n_embd, x + t * c.n_embd, row_bytes);
+    ++n_norm;
+  }
+  if (n_norm == 0) return;
+  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, fp(output_norm_), h, n_norm, c.n_embd, c.rms_eps); });
+  int64_t n_out = n_norm;
+  if (any_hidden) {
+    STRATA_CHECK(hidden != nullptr, "hidden rows wanted but no buffer given");
+    int64_t row = 0, n_hidden = 0;
+    n_out = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      if (!wanted(t)) continue;
+      if (batch.want_hidden[static_cast<size_t>(t)])
+        std::memcpy(hidden + (n_hidden++) * c.n_embd, h + row * c.n_embd, row_bytes);
+      if (batch.want_logits[static_cast<size_t>(t)]) {
+        if (n_out != row) std::memcpy(h + n_out * c.n_embd, h + row * c.n_embd, row_bytes);
+        ++n_out;
+      }
+      ++row;
+    }
   }
   if (n_out == 0) return;
-  timed(OpProfile::Norm, [&] { backend_.rms_norm(x, fp(output_norm_), h, n_out, c.n_embd, c.rms_eps); });
   timed(OpProfile::Output, [&] {
     backend_.matmul(*output_, h, logits, n_out);
     if (c.final_softcap > 0.0f) backend_.softcap(logits, n_out * c.n_vocab, c.final_softcap);

@@ -58,7 +58,9 @@ class Model {
   // with want_logits, in batch order, to logits: [batch.n_outputs(), n_vocab]. The scratch grows
   // to the largest batch seen (about 4 * (5 * n_embd + 2 * n_embd_kv + 2 * n_ff) bytes per token),
   // so the caller bounds the batch: the engine by its token budget (drafters by their draft length).
-  void forward(const ForwardBatch& batch, const KvStorage& kv, float* logits);
+  // The final hidden states (after the final norm, before the output matrix) of the tokens with
+  // want_hidden go to hidden, in batch order: [batch.n_hidden_outputs(), n_embd] (null when none).
+  void forward(const ForwardBatch& batch, const KvStorage& kv, float* logits, float* hidden = nullptr);
 
   // Times every op of forward() by category (costs a clock read per op).
   void set_profiling(bool on) { profiling_ = on; }

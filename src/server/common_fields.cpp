@@ -12,6 +12,8 @@ namespace {
 
 constexpr size_t kMaxSmallStringBytes = 1024;  // user, cache_salt, model
 
+}  // namespace
+
 void parse_model(const JsonFields& f, const ServedModel& model) {
   // OpenAI requires `model`; like vLLM, an absent one means the served model, and another
   // name is a 404 (as OpenAI answers for a model that does not exist).
@@ -20,6 +22,8 @@ void parse_model(const JsonFields& f, const ServedModel& model) {
     throw not_found("The model '" + *name + "' does not exist; this server serves '" + model.name + "'.",
                     "model_not_found");
 }
+
+namespace {
 
 void parse_choices(const JsonFields& f, GenerationRequest& req) {
   req.params.n = static_cast<int32_t>(f.integer("n", 1, kMaxChoicesPerRequest).value_or(1));

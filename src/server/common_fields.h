@@ -9,6 +9,9 @@
 
 namespace strata::server {
 
+// Checks `model`: absent or the served name, else ApiError 404 (also /v1/embeddings).
+void parse_model(const JsonFields& f, const ServedModel& model);
+
 // Fills req.params (except max_tokens), req.stream and req.include_usage from `f`.
 // Returns the requested output limit (max_tokens or max_completion_tokens), if any.
 std::optional<int32_t> parse_common_fields(const JsonFields& f, const ServedModel& model,

@@ -163,6 +163,9 @@ void Server::Impl::install_routes() {
   http.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
               handle_generation(ctx, req, res, Endpoint::ChatCompletions);
             }));
+  http.Post("/v1/embeddings", guarded([this](const httplib::Request& req, httplib::Response& res) {
+              handle_embeddings(ctx, req, res);
+            }));
   install_info_routes(http, ctx);
   if (ctx.options.webui) install_webui_routes(http);
 }
@@ -214,6 +217,15 @@ void Server::attach(Engine& engine) {
       tmpl.emplace(chatml_template_source());
     }
   ctx.model = std::make_unique<AttachedModel>(engine, std::move(*tmpl), name);
+  const ModelConfig& mc = engine.model().config();
+  const std::optional<Pooling> own = model_pooling(engine.model().file().metadata(), mc.arch);
+  ctx.model->pooling = resolve_pooling(ctx.options.pooling, engine.model().file().metadata(), mc.arch);
+  if (ctx.options.embeddings)
+    log_info("embeddings: /v1/embeddings with ", pooling_name(ctx.model->pooling), " pooling (",
+             ctx.options.pooling != Pooling::None ? "--pooling"
+             : own                                ? "the model's pooling_type"
+                                                  : "default",
+             "), normalization ", ctx.options.embd_normalize);
   ctx.phase.store(Phase::Ready);
 }
 

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (`strata serve`).
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE streaming),
+// POST /v1/embeddings (with --embeddings),
 // GET /v1/models[/ID], GET /health, GET /metrics (Prometheus text), POST /tokenize,
 // POST /detokenize, GET /debug/stats (engine counters as JSON, for tests and operators), and the
 // browser chat page at GET / (server/webui.h). Every route except /health and the page's files
@@ -16,6 +17,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+
+#include "engine/embedding.h"
 
 namespace strata {
 class Engine;
@@ -37,6 +40,10 @@ struct ServerOptions {
   std::string chat_template_source;
   // The browser chat page at GET / (--no-webui: off, and GET / answers 404).
   bool webui = true;
+  // POST /v1/embeddings is served only with --embeddings (else 501, as llama-server answers).
+  bool embeddings = false;
+  Pooling pooling = Pooling::None;  // --pooling; None: the GGUF's <arch>.pooling_type, else mean
+  int32_t embd_normalize = 2;       // --embd-normalize (llama.cpp's values; 2: Euclidean)
 };
 
 class Server {

@@ -21,7 +21,8 @@ struct AttachedModel {
   AttachedModel(Engine& engine, ChatTemplate chat_template, const std::string& name);
   Engine& engine;
   ChatTemplate chat_template;
-  ServedModel served;  // points at engine.model().tokenizer() and chat_template
+  ServedModel served;               // points at engine.model().tokenizer() and chat_template
+  Pooling pooling = Pooling::Mean;  // of /v1/embeddings: --pooling, else the model's, else mean
 };
 
 struct ServerContext {
@@ -55,6 +56,9 @@ class InFlight {
 // POST /v1/completions and /v1/chat/completions.
 void handle_generation(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res,
                        Endpoint endpoint);
+
+// POST /v1/embeddings.
+void handle_embeddings(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res);
 
 // GET /health, /metrics, /v1/models[/ID], /debug/stats; POST /tokenize, /detokenize.
 void install_info_routes(httplib::Server& http, ServerContext& ctx);
