@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "core/check.h"
@@ -115,6 +117,7 @@ struct Server::Impl {
   ServerContext ctx;
   Listener http;
   std::thread listener;
+  std::atomic<bool> listen_returned{false};
   int port = -1;
 };
 
@@ -192,7 +195,15 @@ void Server::start() {
   if (impl_->port < 0)
     STRATA_THROW("cannot listen on ", o.host, ":", o.port, " (address in use or not available)");
   if (!impl_->http.widen_backlog(kListenBacklog)) log_warn("cannot widen the listen backlog");
-  impl_->listener = std::thread([this] { impl_->http.listen_after_bind(); });
+  impl_->listener = std::thread([this] {
+    impl_->http.listen_after_bind();
+    impl_->listen_returned.store(true);
+  });
+  // httplib's stop() only closes a socket that its listen loop already runs on: a stop() before
+  // the thread got there would leave the loop in accept() forever and stop()'s join hanging (seen
+  // on a loaded machine). So start() returns once the loop runs (or has already given up).
+  while (!impl_->http.is_running() && !impl_->listen_returned.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 int Server::port() const {
