@@ -77,21 +77,13 @@ void PruneJob::open_sources() {
   src_ = open_model_file(o_.input, o_.tokenizer);
   for (const TensorInfo& t : src_->tensors())  // before any calibration pass
     if (is_prunable_tensor(t.name, t.n_dims)) check_pattern_fits(o_.pattern, t.ne[0], t.name);
-  if (!o_.imatrix_path.empty() && !o_.calib_text.empty())
-    STRATA_THROW("give either --imatrix or --calib-file, not both");
-  if (!o_.imatrix_path.empty()) {
-    stats_ = StatsSource::from_file(o_.imatrix_path);
-    stats_->match_model(*src_);
-  } else if (!o_.calib_text.empty()) {
-    stats_ = StatsSource::from_text(o_.input, o_.tokenizer, o_.calib_text, o_.calib_name, o_.calib_ctx,
-                                    o_.calib_chunks, pool_.size());
-  }
+  stats_ =
+      StatsSource::open({o_.input, o_.tokenizer, o_.imatrix_path, o_.calib_text, o_.calib_name, o_.calib_ctx,
+                         o_.calib_chunks, static_cast<int>(pool_.size()), wants_gram() ? "SparseGPT" : ""},
+                        *src_);
   if (!stats_ && o_.method != PruneMethod::Magnitude)
     STRATA_THROW("method ", prune_method_name(o_.method),
                  " needs calibration data: give --calib-file TEXT or --imatrix FILE");
-  if (stats_ && wants_gram() && !stats_->can_collect_grams())
-    STRATA_THROW("SparseGPT needs the inputs' Gram matrices, which ", o_.imatrix_path,
-                 " does not have: give --calib-file TEXT, or make the file with `strata calibrate --gram`");
 }
 
 // The prunable tensors in groups whose Gram matrices fit calib_mem together (one calibration

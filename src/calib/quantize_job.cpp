@@ -115,21 +115,13 @@ class Job {
 
 void Job::open_sources() {
   src_ = open_model_file(o_.input, o_.tokenizer);
-  if (!o_.imatrix_path.empty() && !o_.calib_text.empty())
-    STRATA_THROW("give either --imatrix or --calib-file, not both");
-  if (!o_.imatrix_path.empty()) {
-    stats_ = StatsSource::from_file(o_.imatrix_path);
-    stats_->match_model(*src_);
-  } else if (!o_.calib_text.empty()) {
-    stats_ = StatsSource::from_text(o_.input, o_.tokenizer, o_.calib_text, o_.calib_name, o_.calib_ctx,
-                                    o_.calib_chunks, pool_.size());
-  }
+  stats_ =
+      StatsSource::open({o_.input, o_.tokenizer, o_.imatrix_path, o_.calib_text, o_.calib_name, o_.calib_ctx,
+                         o_.calib_chunks, static_cast<int>(pool_.size()), uses_gptq(o_.method) ? "GPTQ" : ""},
+                        *src_);
   if (!stats_ && o_.method != Method::Rtn)
     STRATA_THROW("method ", method_name(o_.method),
                  " needs calibration data: give --calib-file TEXT or --imatrix FILE");
-  if (stats_ && uses_gptq(o_.method) && !stats_->can_collect_grams())
-    STRATA_THROW("GPTQ needs the inputs' Gram matrices, which ", o_.imatrix_path,
-                 " does not have: give --calib-file TEXT, or make the file with `strata calibrate --gram`");
   try {
     const ModelConfig c = ModelConfig::from_metadata(src_->metadata());
     shape_ = FoldShape{c.n_head, c.n_head_kv, c.head_dim};

@@ -41,6 +41,23 @@ std::unique_ptr<StatsSource> StatsSource::from_file(const std::string& path) {
   return s;
 }
 
+std::unique_ptr<StatsSource> StatsSource::open(const Request& r, const ModelFile& model) {
+  if (!r.imatrix_path.empty() && !r.calib_text.empty())
+    STRATA_THROW("give either --imatrix or --calib-file, not both");
+  std::unique_ptr<StatsSource> s;
+  if (!r.imatrix_path.empty()) {
+    s = from_file(r.imatrix_path);
+    s->match_model(model);
+  } else if (!r.calib_text.empty()) {
+    s = from_text(r.model_path, r.tokenizer_path, r.calib_text, r.calib_name, r.calib_ctx, r.calib_chunks,
+                  r.n_threads);
+  }
+  if (s && !r.gram_user.empty() && !s->can_collect_grams())
+    STRATA_THROW(r.gram_user, " needs the inputs' Gram matrices, which ", r.imatrix_path,
+                 " does not have: give --calib-file TEXT, or make the file with `strata calibrate --gram`");
+  return s;
+}
+
 std::unique_ptr<StatsSource> StatsSource::from_text(const std::string& model_path,
                                                     const std::string& tokenizer_path,
                                                     const std::string& text, const std::string& dataset_name,

@@ -28,6 +28,19 @@ class StatsSource {
                                                 const std::string& tokenizer_path, const std::string& text,
                                                 const std::string& dataset_name, int64_t n_ctx,
                                                 int64_t max_chunks, int n_threads);
+  // What a command's --imatrix FILE / --calib-file TEXT flags give (at most one of them, else an
+  // error): the file matched to `model`, or calibration over the text; null when neither is set.
+  // `gram_user` names what needs Gram matrices (e.g. "GPTQ"; empty: nothing), so that a file
+  // without them is an error naming the flag that would give them.
+  struct Request {
+    std::string model_path, tokenizer_path;
+    std::string imatrix_path;
+    std::string calib_text, calib_name;
+    int64_t calib_ctx = 0, calib_chunks = 0;
+    int n_threads = 1;
+    std::string gram_user;
+  };
+  static std::unique_ptr<StatsSource> open(const Request& r, const ModelFile& model);
   ~StatsSource();
 
   // A file source: cuts the legacy entries of the model's expert tensors into one slice per

@@ -63,4 +63,24 @@ static inline __m256i dot_u8s8_i32(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// The 4 bytes at p in every 32-bit lane.
+static inline __m256i broadcast_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Stores rows [0, n_rows) of a 16-row result held in two halves (rows 0-7, 8-15).
+static inline void store_rows16(float* y, __m256 lo, __m256 hi, int n_rows) {
+  if (n_rows == 16) {
+    _mm256_storeu_ps(y, lo);
+    _mm256_storeu_ps(y + 8, hi);
+    return;
+  }
+  alignas(32) float tmp[16];
+  _mm256_store_ps(tmp, lo);
+  _mm256_store_ps(tmp + 8, hi);
+  std::memcpy(y, tmp, sizeof(float) * static_cast<size_t>(n_rows));
+}
+
 }  // namespace strata::cpu

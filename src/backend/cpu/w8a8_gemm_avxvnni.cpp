@@ -5,29 +5,11 @@
 
 #include <cstring>
 
+#include "backend/cpu/simd_avx2.h"
 #include "backend/cpu/w8a8_kernels.h"
 
 namespace strata::cpu {
 namespace {
-
-static inline __m256i broadcast_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-// Stores rows [0, n_rows) of a 16-row result held in two halves.
-static inline void store_rows(float* y, __m256 lo, __m256 hi, int n_rows) {
-  if (n_rows == 16) {
-    _mm256_storeu_ps(y, lo);
-    _mm256_storeu_ps(y + 8, hi);
-    return;
-  }
-  alignas(32) float tmp[16];
-  _mm256_store_ps(tmp, lo);
-  _mm256_store_ps(tmp + 8, hi);
-  std::memcpy(y, tmp, sizeof(float) * static_cast<size_t>(n_rows));
-}
 
 template <int NC>
 static inline void tile(const uint8_t* w, int64_t kp, const float* w_scale, const int8_t* qs, size_t stride,
@@ -51,7 +33,7 @@ static inline void tile(const uint8_t* w, int64_t kp, const float* w_scale, cons
     const __m256 s = _mm256_set1_ps(scale[c]);
     const __m256 y0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo[c], bias)), _mm256_mul_ps(s, ws0));
     const __m256 y1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi[c], bias)), _mm256_mul_ps(s, ws1));
-    store_rows(y + static_cast<size_t>(c) * y_stride, y0, y1, n_rows);
+    store_rows16(y + static_cast<size_t>(c) * y_stride, y0, y1, n_rows);
   }
 }
 
