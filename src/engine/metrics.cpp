@@ -92,8 +92,8 @@ std::string EngineMetrics::render() const {
   for (const Histogram* h :
        {&time_to_first_token, &inter_token_latency, &e2e_request_latency, &request_queue_time})
     h->render(out);
-  for (const Gauge* g : {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste, &kv_blocks_free,
-                          &kv_block_bytes, &kv_total_bytes, &kv_used_bytes})
+  for (const Gauge* g : {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste,
+                         &kv_blocks_free, &kv_block_bytes, &kv_total_bytes, &kv_used_bytes})
     g->render(out);
   for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries,
                            &prefix_cache_hits, &requests_finished, &requests_aborted, &spec_num_drafts,
@@ -101,7 +101,8 @@ std::string EngineMetrics::render() const {
     c->render(out);
   spec_num_accepted_per_pos.render(out);
   for (const Tier* t : {&offload_host, &offload_disk}) {
-    for (const Counter* c : {&t->hits, &t->read_bytes, &t->written_bytes, &t->read_seconds, &t->write_seconds})
+    for (const Counter* c :
+         {&t->hits, &t->read_bytes, &t->written_bytes, &t->read_seconds, &t->write_seconds})
       c->render(out);
     t->stored_bytes.render(out);
   }

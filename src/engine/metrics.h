@@ -87,8 +87,10 @@ struct EngineMetrics {
   Gauge kv_blocks_free{"strata:kv_cache_free_blocks", "KV-cache blocks free or evictable."};
   // Bytes of the element types in use (K and V chosen separately): a smaller type shows as more
   // blocks for the same --kv-cache-mem, not as a smaller fraction.
-  Gauge kv_block_bytes{"strata:kv_cache_block_bytes", "Bytes of one KV-cache block over all layers, K and V."};
-  Gauge kv_total_bytes{"strata:kv_cache_total_bytes", "Bytes of the whole KV cache (all blocks and staging)."};
+  Gauge kv_block_bytes{"strata:kv_cache_block_bytes",
+                       "Bytes of one KV-cache block over all layers, K and V."};
+  Gauge kv_total_bytes{"strata:kv_cache_total_bytes",
+                       "Bytes of the whole KV cache (all blocks and staging)."};
   Gauge kv_used_bytes{"strata:kv_cache_used_bytes", "Bytes of the KV-cache blocks in use."};
   Counter prompt_tokens{"strata:prompt_tokens_total", "Prompt tokens processed (prefill, incl. cached)."};
   Counter generation_tokens{"strata:generation_tokens_total", "Tokens generated."};

@@ -25,18 +25,24 @@ BlockPool::BlockPool(int32_t n_blocks)
 void BlockPool::lru_push_back(BlockId b) {
   prev_[static_cast<size_t>(b)] = lru_tail_;
   next_[static_cast<size_t>(b)] = -1;
-  if (lru_tail_ >= 0) next_[static_cast<size_t>(lru_tail_)] = b;
-  else lru_head_ = b;
+  if (lru_tail_ >= 0)
+    next_[static_cast<size_t>(lru_tail_)] = b;
+  else
+    lru_head_ = b;
   lru_tail_ = b;
   ++n_cached_free_;
 }
 
 void BlockPool::lru_remove(BlockId b) {
   const BlockId p = prev_[static_cast<size_t>(b)], n = next_[static_cast<size_t>(b)];
-  if (p >= 0) next_[static_cast<size_t>(p)] = n;
-  else lru_head_ = n;
-  if (n >= 0) prev_[static_cast<size_t>(n)] = p;
-  else lru_tail_ = p;
+  if (p >= 0)
+    next_[static_cast<size_t>(p)] = n;
+  else
+    lru_head_ = n;
+  if (n >= 0)
+    prev_[static_cast<size_t>(n)] = p;
+  else
+    lru_tail_ = p;
   prev_[static_cast<size_t>(b)] = next_[static_cast<size_t>(b)] = -1;
   --n_cached_free_;
 }
@@ -76,8 +82,10 @@ void BlockPool::release(BlockId block) {
   STRATA_CHECK(block >= 0 && block < n_total() && ref_counts_[static_cast<size_t>(block)] > 0,
                "double free of block ", block);
   if (--ref_counts_[static_cast<size_t>(block)] > 0) return;
-  if (hashes_[static_cast<size_t>(block)]) lru_push_back(block);
-  else free_list_.push_back(block);
+  if (hashes_[static_cast<size_t>(block)])
+    lru_push_back(block);
+  else
+    free_list_.push_back(block);
 }
 
 void BlockPool::release_all(const std::vector<BlockId>& blocks) {
