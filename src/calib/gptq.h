@@ -39,6 +39,9 @@ struct GptqOptions {
   // of their largest magnitude (this many ratios), keeping the one with the least GPTQ loss over
   // the block's columns. 1: the unclipped weights only.
   int param_candidates = 1;
+  // After the column pass, refit each block's f16 scale (and min) by least squares over the whole
+  // row under the damped Hessian (calib/scale_refit.h), for the types where that is linear.
+  bool refit_scales = true;
 };
 
 // w: [n_out, n_in] f32; gram: [n_in, n_in] symmetric (sum of x x^T over the calibration rows);

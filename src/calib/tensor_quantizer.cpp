@@ -1,6 +1,7 @@
 #include "calib/tensor_quantizer.h"
 
 #include "calib/output_error.h"
+#include "calib/scale_refit.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "quant/block_grid.h"
@@ -71,8 +72,12 @@ MatrixReport quantize_matrix(const MatrixJob& j, const MatrixQuantOptions& o, vo
   const bool quantized_type = type_traits(m.type).quantized;
   const bool have_gram = j.in && j.in->has_gram();
   if (quantized_type && uses_gptq(o.method) && have_gram && has_block_grid(m.type)) {
-    gptq_quantize(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), o.gptq, out, pool);
+    const double damp = gptq_quantize(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), o.gptq, out, pool);
     rep.how = "gptq";
+    if (o.gptq.refit_scales && has_refittable_scales(m.type)) {
+      refit_block_scales(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, out, pool);
+      rep.how = "gptq+refit";
+    }
   } else if (quantized_type && o.method == Method::Awq && j.in && o.clip && j.allow_clip) {
     awq_clip_quantize(m, *j.in, out, pool);
     rep.how = have_gram ? "awq clip" : "awq clip (diag)";

@@ -122,6 +122,9 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--gptq-clip", o.gptq.param_candidates,
                  "GPTQ: clip ratios (1, 0.95, ...) tried for each block's scales (default 1: none)")
       ->check(CLI::Range(1, 10));
+  cmd.add_flag(
+      "--no-gptq-refit", [&](int64_t) { o.gptq.refit_scales = false; },
+      "GPTQ: keep each block's scale as chosen in the column pass (no least-squares refit)");
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")
