@@ -13,8 +13,9 @@
 //    one in-lane shuffle per pair gives scale 2p to the low lane and 2p + 1 to the high one,
 //    which is right for both the lo and hi products;
 //  - the kIq4nlValues lookup is one vpshufb per 32 weights; the products are exact integers:
-//    vpmaddubsw(|w|, sign(a, w)) (pair sums <= 2 * 127 * 127, no saturation), then the scale in
-//    vpmaddwd (or vpdpwssd where the file is compiled for VNNI) into int32 lanes.
+//    vpmaddubsw(|a|, sign(w, a)) (|a|, |w| <= 127: pair sums <= 2 * 127 * 127, no saturation),
+//    |a| taken once per column so that a row costs one vpsignb per 32 weights, then the scale
+//    in vpmaddwd (or vpdpwssd where the file is compiled for VNNI) into int32 lanes.
 // Once per super-block the int32 lanes are scaled by d_w * d_a into a float accumulator, and an
 // output's operations do not depend on the tile shape or its place in it (batch invariance,
 // kernels.h). Decode (one column) prefetches the next tile's rows (simd_avx2.h).
@@ -114,22 +115,24 @@ struct Iq4XsTile {
       __m256i acc[NR][NC];
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
-        __m256i alo[NC], ahi[NC];  // activations of the pair in the lo / hi order
+        // The pair's activations in the lo / hi order: |a| and a (for its signs), once per column.
+        __m256i alo[NC], ahi[NC], ulo[NC], uhi[NC];
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
           const __m256i a0 = loadu_256(aq[c] + 64 * p), a1 = loadu_256(aq[c] + 64 * p + 32);
           alo[c] = _mm256_permute2x128_si256(a0, a1, 0x20);
           ahi[c] = _mm256_permute2x128_si256(a0, a1, 0x31);
+          ulo[c] = _mm256_sign_epi8(alo[c], alo[c]);
+          uhi[c] = _mm256_sign_epi8(ahi[c], ahi[c]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < NR; ++r) {
           __m256i lo, hi, sc;
           pair(rows[r], p, lo, hi, sc);
-          const __m256i ulo = _mm256_sign_epi8(lo, lo), uhi = _mm256_sign_epi8(hi, hi);
 #pragma GCC unroll 8
           for (int c = 0; c < NC; ++c) {
-            const __m256i plo = _mm256_maddubs_epi16(ulo, _mm256_sign_epi8(alo[c], lo));
-            const __m256i phi = _mm256_maddubs_epi16(uhi, _mm256_sign_epi8(ahi[c], hi));
+            const __m256i plo = _mm256_maddubs_epi16(ulo[c], _mm256_sign_epi8(lo, alo[c]));
+            const __m256i phi = _mm256_maddubs_epi16(uhi[c], _mm256_sign_epi8(hi, ahi[c]));
             const __m256i s = p == 0 ? _mm256_madd_epi16(plo, sc) : iq4_xs_madd_acc(acc[r][c], plo, sc);
             acc[r][c] = iq4_xs_madd_acc(s, phi, sc);
           }
