@@ -1,6 +1,7 @@
 // Matmul micro-benchmarks on the TinyLlama-1.1B shapes (per layer: q 2048x2048, k and v 256x2048,
 // o 2048x2048, gate and up 5632x2048, down 2048x5632; 22 layers; output 32000x2048), for Q4_0,
-// Q8_0 and F16 with the thread count of STRATA_BENCH_THREADS (default 2).
+// Q8_0 and F16 (GEMV and decode also IQ4_XS, IQ4_NL, Q4_K, Q5_K, Q6_K) with the thread count of
+// STRATA_BENCH_THREADS (default 2).
 //
 //   bench_matmul --benchmark_format=json
 //
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -31,6 +33,7 @@
 #include "core/memory_bandwidth.h"
 #include "core/tensor_type.h"
 #include "core/thread_pool.h"
+#include "quant/blocks.h"
 
 namespace strata::bench {
 namespace {
@@ -64,8 +67,22 @@ uint64_t next_random(uint64_t& s) {
   return s;
 }
 
-// Random rows of `type` with finite scales: every block (Q4_0, Q8_0, IQ4_NL, IQ4_XS) starts
-// with its fp16 d.
+// Offsets in a block of `type` of its fp16 scales: Q4_0, Q8_0, IQ4_NL and IQ4_XS start with d,
+// Q4_K / Q5_K with d and dmin, Q6_K ends with d.
+std::vector<size_t> fp16_offsets(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_K:
+      return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case TensorType::Q5_K:
+      return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case TensorType::Q6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {0};
+  }
+}
+
+// Random rows of `type` with finite scales (fp16_offsets).
 std::vector<uint8_t> random_weights(TensorType type, int64_t n_out, int64_t n_in, uint64_t seed) {
   std::vector<uint8_t> w(row_bytes(type, n_in) * static_cast<size_t>(n_out));
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -84,7 +101,8 @@ std::vector<uint8_t> random_weights(TensorType type, int64_t n_out, int64_t n_in
   }
   const size_t block = type_traits(type).block_bytes;
   const fp16_t d = f32_to_fp16(0.01f);
-  for (size_t i = 0; i + block <= w.size(); i += block) std::memcpy(w.data() + i, &d, 2);
+  for (size_t i = 0; i + block <= w.size(); i += block)
+    for (size_t off : fp16_offsets(type)) std::memcpy(w.data() + i + off, &d, 2);
   return w;
 }
 
@@ -102,9 +120,11 @@ Matrix make_matrix(TensorType type, const Shape& s, uint64_t seed) {
   return m;
 }
 
+constexpr int64_t kNumTypes = 8;  // type_arg's
+
 TensorType type_arg(int64_t i) {
-  constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::F16, TensorType::IQ4_XS,
-                                   TensorType::IQ4_NL};
+  constexpr TensorType kTypes[] = {TensorType::Q4_0,   TensorType::Q8_0, TensorType::F16,  TensorType::IQ4_XS,
+                                   TensorType::IQ4_NL, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
   return kTypes[i];
 }
 
@@ -350,7 +370,7 @@ void BM_PoolRun(benchmark::State& state) {
 }
 
 void gemv_args(benchmark::internal::Benchmark* b) {
-  for (int64_t t = 0; t < 5; ++t)
+  for (int64_t t = 0; t < kNumTypes; ++t)
     for (int64_t s : {0, 1, 4, 6, 7}) b->Args({t, s});  // q, k, gate, down, output
 }
 
@@ -369,7 +389,7 @@ BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_W8A8Gemm)->Apply(w8a8_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_W8A8Gemv)->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_ModelDecode)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModelDecode)->DenseRange(0, kNumTypes - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ModelPrefill)
     ->Arg(0)
     ->Arg(1)

@@ -1,4 +1,4 @@
-// IQ4_XS x Q8_K kernels for AVX2: iq_tile_avx2.h's tile over dot_iq4_xs_simd.h's block decoding.
+// IQ4_XS x Q8_K kernels for AVX2 (vpmaddubsw / vpmaddwd, no VNNI): dot_iq4_xs_simd.h's pair tile.
 #include "backend/cpu/dot_iq4_xs_simd.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/tile_dispatch.h"
@@ -6,7 +6,7 @@
 namespace strata::cpu {
 namespace {
 
-using Tile = IqTileAvx2<Ops>;
+using Tile = Iq4XsTile;
 constexpr int kTileRows = 2, kTileCols = 4;
 constexpr TypeKernels kKernels{TensorType::Q8_K,   quantize_row_q8_k_avx2,
                                tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,

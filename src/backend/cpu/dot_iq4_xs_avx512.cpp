@@ -1,5 +1,5 @@
-// IQ4_XS x Q8_K kernels for AVX-512 (the 256-bit tile with AVX-512VL encodings and 32 registers, a taller
-// tile): iq_tile_avx2.h's tile over dot_iq4_xs_simd.h's block decoding. GCC 12's AVX-512 intrinsic headers
+// IQ4_XS x Q8_K kernels for AVX-512 (the 256-bit pair tile of dot_iq4_xs_simd.h with AVX-512VL encodings,
+// vpdpwssd and 32 registers, a taller tile). GCC 12's AVX-512 intrinsic headers
 // trip -W(maybe-)uninitialized on their own _mm512_undefined_*.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -10,7 +10,7 @@
 namespace strata::cpu {
 namespace {
 
-using Tile = IqTileAvx2<Ops>;
+using Tile = Iq4XsTile;
 constexpr int kTileRows = 3, kTileCols = 4;
 constexpr TypeKernels kKernels{TensorType::Q8_K,   quantize_row_q8_k_avx512,
                                tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,

@@ -1,5 +1,24 @@
-// IQ4_XS: f = d, sc = ls - 32 per chunk, w = kIq4nlValues[q] by a table lookup of the nibbles.
-// The block-format Ops of iq_tile_avx2.h, shared by dot_iq4_xs_avx2.cpp and dot_iq4_xs_avx512.cpp.
+// The IQ4_XS x Q8_K register tile, 256-bit integer code shared by dot_iq4_xs_avx2.cpp,
+// dot_iq4_xs_avxvnni.cpp and dot_iq4_xs_avx512.cpp (each compiles its own copy for its ISA;
+// internal linkage). Element x = d * (ls - 32) * kIq4nlValues[q] (blocks.h), ls the 6-bit
+// scale of each 32-element chunk.
+//
+// Unlike the generic IQ tile (iq_tile_avx2.h) it works on chunk pairs, so that decode, which
+// is bound by the cost of decoding the weights (one activation block per many rows), does as
+// little per weight byte as possible:
+//  - one 32-byte load holds the nibbles of chunks 2p and 2p + 1: its low nibbles are elements
+//    0..15 of both chunks ("lo"), its high nibbles elements 16..31 ("hi"); the activation is
+//    rearranged to match once per column (two cross-lane permutes), not once per row;
+//  - the 8 scales of a super-block are decoded with vector shifts into int16 once per row, and
+//    one in-lane shuffle per pair gives scale 2p to the low lane and 2p + 1 to the high one,
+//    which is right for both the lo and hi products;
+//  - the kIq4nlValues lookup is one vpshufb per 32 weights; the products are exact integers:
+//    vpmaddubsw(|a|, sign(w, a)) (|a|, |w| <= 127: pair sums <= 2 * 127 * 127, no saturation),
+//    |a| taken once per column so that a row costs one vpsignb per 32 weights, then the scale
+//    in vpmaddwd (or vpdpwssd where the file is compiled for VNNI) into int32 lanes.
+// Once per super-block the int32 lanes are scaled by d_w * d_a into a float accumulator, and an
+// output's operations do not depend on the tile shape or its place in it (batch invariance,
+// kernels.h). Decode (one column) prefetches the next tile's rows (simd_avx2.h).
 #pragma once
 
 #include <immintrin.h>
@@ -8,36 +27,128 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/iq_tile_avx2.h"
+#include "backend/cpu/block_access.h"
+#include "backend/cpu/simd_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
 
-struct Ops {
-  static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
+// acc + the int16 pairs of p times sc, summed into int32 lanes (exact either way).
+static inline __m256i iq4_xs_madd_acc(__m256i acc, __m256i p, __m256i sc) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpwssd_epi32(acc, p, sc);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, p, sc);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
+#endif
+}
+
+struct Iq4XsTile {
+  // One weight super-block, ready for the pair loop.
   struct Row {
-    const uint8_t* qs;  // [128] nibbles, 16 bytes per chunk in Q4_0's order
-    int16_t scales[8];  // ls - 32
-    float f;
+    const uint8_t* qs;  // [128] nibbles, 16 bytes per chunk
+    __m256i scales;     // int16 ls - 32 of chunks 0..7, in both 128-bit lanes
+    float f;            // d
   };
+
   static Row load_row(const uint8_t* blk) {
     Row row;
-    uint16_t scales_h;
-    std::memcpy(&scales_h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
-    for (int ib = 0; ib < 8; ++ib)
-      row.scales[ib] =
-          static_cast<int16_t>(iq4_xs_scale(scales_h, blk + offsetof(BlockIQ4_XS, scales_l), ib));
+    uint16_t h;
+    uint32_t l;
+    std::memcpy(&h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
+    std::memcpy(&l, blk + offsetof(BlockIQ4_XS, scales_l), 4);
+    // int32 lane i: low 4 bits from nibble i of scales_l, high 2 bits from bits 2i, 2i + 1 of scales_h.
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)),
+                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                        _mm256_set1_epi32(0x0f));
+    const __m256i hi = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m128i s16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+    row.scales = _mm256_broadcastsi128_si256(s16);
     row.qs = blk + offsetof(BlockIQ4_XS, qs);
     row.f = load_half(blk + offsetof(BlockIQ4_XS, d));
     return row;
   }
-  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+
+  // Pair p (chunks 2p, 2p + 1): lo / hi as described above, as signed values, and the scales.
+  static inline void pair(const Row& row, int p, __m256i& lo, __m256i& hi, __m256i& sc) {
     const __m256i table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-    w = _mm256_shuffle_epi8(table, nibbles_to_bytes(row.qs + 16 * k));
-    sc = _mm256_set1_epi16(row.scales[k]);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i x = loadu_256(row.qs + 32 * p);
+    lo = _mm256_shuffle_epi8(table, _mm256_and_si256(x, m4));
+    hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
+    // Low lane: int16 scale 2p (bytes 4p, 4p + 1); high lane: scale 2p + 1.
+    const char a = static_cast<char>(4 * p), b = static_cast<char>(4 * p + 1);
+    const char c = static_cast<char>(4 * p + 2), d = static_cast<char>(4 * p + 3);
+    sc = _mm256_shuffle_epi8(row.scales, _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, c,
+                                                          d, c, d, c, d, c, d, c, d, c, d, c, d, c, d));
+  }
+
+  // out[c * os + r] = dot(w row r, a row c) for NR x NC; w: [n / 256] blocks, a: [n / 256] Q8_K.
+  template <int NR, int NC>
+  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
+                  size_t os) {
+    __m256 accf[NR][NC];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      if constexpr (NC == 1) prefetch_next_rows<NR>(w + b * sizeof(BlockIQ4_XS), ws, sizeof(BlockIQ4_XS));
+      Row rows[NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) rows[r] = load_row(w + r * ws + b * sizeof(BlockIQ4_XS));
+      const uint8_t* aq[NC];
+      float da[NC];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
+        da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
+        aq[c] = blk + offsetof(BlockQ8_K, qs);
+      }
+      __m256i acc[NR][NC];
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        // The pair's activations in the lo / hi order: |a| and a (for its signs), once per column.
+        __m256i alo[NC], ahi[NC], ulo[NC], uhi[NC];
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          const __m256i a0 = loadu_256(aq[c] + 64 * p), a1 = loadu_256(aq[c] + 64 * p + 32);
+          alo[c] = _mm256_permute2x128_si256(a0, a1, 0x20);
+          ahi[c] = _mm256_permute2x128_si256(a0, a1, 0x31);
+          ulo[c] = _mm256_sign_epi8(alo[c], alo[c]);
+          uhi[c] = _mm256_sign_epi8(ahi[c], ahi[c]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+          __m256i lo, hi, sc;
+          pair(rows[r], p, lo, hi, sc);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) {
+            const __m256i plo = _mm256_maddubs_epi16(ulo[c], _mm256_sign_epi8(lo, alo[c]));
+            const __m256i phi = _mm256_maddubs_epi16(uhi[c], _mm256_sign_epi8(hi, ahi[c]));
+            const __m256i s = p == 0 ? _mm256_madd_epi16(plo, sc) : iq4_xs_madd_acc(acc[r][c], plo, sc);
+            acc[r][c] = iq4_xs_madd_acc(s, phi, sc);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c)
+          accf[r][c] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
   }
 };
 

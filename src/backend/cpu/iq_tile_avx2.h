@@ -38,6 +38,7 @@ struct IqTileAvx2 {
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / kQK_K; ++b) {
+      if constexpr (NC == 1) prefetch_next_rows<NR>(w + b * Ops::kBlockBytes, ws, Ops::kBlockBytes);
       typename Ops::Row rows[NR];
 #pragma GCC unroll 8
       for (int r = 0; r < NR; ++r) rows[r] = Ops::load_row(w + r * ws + b * Ops::kBlockBytes);

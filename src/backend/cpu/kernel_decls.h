@@ -62,6 +62,7 @@ const TypeKernels& iq4_nl_kernels_avx2();
 const TypeKernels& iq4_nl_kernels_avx512();
 const TypeKernels& iq4_xs_kernels_scalar();
 const TypeKernels& iq4_xs_kernels_avx2();
+const TypeKernels& iq4_xs_kernels_avxvnni();
 const TypeKernels& iq4_xs_kernels_avx512();
 const TypeKernels& mxfp4_kernels_scalar();
 const TypeKernels& mxfp4_kernels_avx2();

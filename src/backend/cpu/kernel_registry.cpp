@@ -94,6 +94,7 @@ const Entry kEntries[] = {
     {TensorType::IQ4_XS,
      {.scalar = iq4_xs_kernels_scalar,
       .avx2 = X86(iq4_xs_kernels_avx2),
+      .avxvnni = X86(iq4_xs_kernels_avxvnni),
       .avx512 = X86(iq4_xs_kernels_avx512)}},
     {TensorType::MXFP4,
      {.scalar = mxfp4_kernels_scalar, .avx2 = X86(mxfp4_kernels_avx2), .avx512 = X86(mxfp4_kernels_avx512)}},

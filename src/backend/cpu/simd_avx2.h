@@ -30,6 +30,22 @@ static inline int hsum_i32x8(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// Decode (one token) over rows: a tile reads block b of its R rows (ws bytes apart) and the next
+// tile of the same work chunk starts R rows further on. Prefetching block b of those next rows
+// keeps R * ws bytes of every row stream in flight: the rows are short streams (a few KiB each,
+// all read at once) that the hardware prefetchers ramp up on too late, so without it the row
+// kernels read DRAM at about half the rate of the prefetching interleaved ones. Prefetches past
+// the matrix do not fault.
+template <int R>
+static inline void prefetch_next_rows(const uint8_t* blk, size_t ws, size_t block_bytes) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const char* p = reinterpret_cast<const char*>(blk + (R + r) * ws);
+    for (size_t off = 0; off < block_bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+    _mm_prefetch(p + block_bytes - 1, _MM_HINT_T0);
+  }
+}
+
 static inline __m256i loadu_256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
