@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/scale_search.h"
@@ -190,7 +191,7 @@ void iq_quantize_block(const IqSpec& spec, const float* xin, const float* import
     s_max = std::max(s_max, subs[j].s);
     zero_err += subs[j].tt;
   }
-  double best = zero_err;  // d = 0 decodes every element as 0
+  double best = INFINITY;
   if (s_max > 0) {
     const double d0 = s_max / (spec.scale_mul * (spec.n_scale_levels - 0.5));
     IqBlock cand = *out;
@@ -201,6 +202,13 @@ void iq_quantize_block(const IqSpec& spec, const float* xin, const float* import
       const double e = try_super_scale(c, subs, dn, best, &cand);
       if (e < best) best = e, *out = cand;
     }
+  }
+  // d = 0 decodes every element as 0: for blocks below any fp16 scale. Last, so that a tie (a
+  // block far beyond the fp16 range, whose error the largest scale barely lowers) keeps d != 0.
+  if (zero_err < best) {
+    const IqBlock signs_only = *out;
+    *out = IqBlock{};
+    std::memcpy(out->sign, signs_only.sign, sizeof out->sign);
   }
 }
 

@@ -97,8 +97,8 @@ bool can_quantize(TensorType type) {
 }
 
 bool quantize_requires_imatrix(TensorType type) {
-  return type == TensorType::IQ2_XXS || type == TensorType::IQ2_XS || type == TensorType::IQ1_S ||
-         type == TensorType::IQ1_M;
+  return type == TensorType::IQ2_XXS || type == TensorType::IQ2_XS || type == TensorType::IQ2_S ||
+         type == TensorType::IQ1_S || type == TensorType::IQ1_M;
 }
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {

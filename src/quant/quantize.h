@@ -18,8 +18,8 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 bool can_quantize(TensorType type);
 
 // True for the types whose quantization without an importance matrix gives results too poor to
-// use (llama.cpp refuses them: IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M). quantize_row still quantizes them
-// without one (with the default weighting); the model-level tools refuse, as llama.cpp does.
+// use (llama.cpp's llama-quantize refuses them: IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M). quantize_row still
+// quantizes them without one (with the default weighting); the model-level tools refuse, as llama.cpp does.
 bool quantize_requires_imatrix(TensorType type);
 
 // src: [n] f32 -> dst: row_bytes(type, n) bytes. Throws strata::Error for a type that cannot be

@@ -166,15 +166,13 @@ TEST_F(QuantizeCli, IqTypesByLlamaCppNames) {
     EXPECT_EQ(dst->metadata().get_int("general.file_type"), c.file_type);
     expect_converted(*src, *dst, *tensor_type_from_name(c.name), c.tolerance);
   }
-  const auto r = quantize(src_path, out("iq2.gguf"), "iq2_xxs");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind(
-                "strata: error: cannot quantize to iq2_xxs: llama.cpp's quantizer for it needs an importance "
-                "matrix",
-                0),
-            0u)
-      << r.err;
-  EXPECT_FALSE(fs::exists(out("iq2.gguf")));
+  // The 1-2-bit IQ file types need an importance matrix, as in llama-quantize.
+  for (const char* type : {"iq2_xxs", "IQ2_XS", "iq2_s", "IQ2_M", "iq1_s", "IQ1_M"}) {
+    const auto r = quantize(src_path, out("iq2.gguf"), type);
+    EXPECT_EQ(r.exit_code, 1) << type;
+    EXPECT_EQ(r.err.rfind("strata: error: missing importance matrix for tensor '", 0), 0u) << r.err;
+    EXPECT_FALSE(fs::exists(out("iq2.gguf"))) << type;
+  }
 }
 
 TEST_F(QuantizeCli, Q4_KErrorComparableToLlamaQuantize) {
