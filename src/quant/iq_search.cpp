@@ -162,6 +162,11 @@ double try_super_scale(const Ctx& c, const SubResult* subs, double dn, double li
 
 void weights_of(const float* x, const float* importance, float* w) {
   block_weights(importance, w, kN);
+  // Relative importance is all that matters: scaled to a maximum of 1, huge values cannot
+  // overflow the sums.
+  float w_max = 0;
+  for (int i = 0; i < kN; ++i) w_max = std::max(w_max, w[i]);
+  for (int i = 0; i < kN; ++i) w[i] /= w_max;
   double sum2 = 0;
   for (int i = 0; i < kN; ++i) sum2 += static_cast<double>(x[i]) * x[i];
   const double sigma2 = 2.0 * sum2 / kN;

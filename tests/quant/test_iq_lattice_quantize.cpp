@@ -308,6 +308,25 @@ TEST_P(IqLatticeQuantize, DeterministicAndRowsOfAnyWholeSize) {
   }
 }
 
+TEST_P(IqLatticeQuantize, HostileImportanceIsScaleFreeAndIgnoredWhereInvalid) {
+  // Importance only matters relative to itself: scaled by 2^100 it gives the same bytes; NaN,
+  // inf and negative entries count as 0 (quantize.h), all-invalid as none.
+  const Format& f = GetParam();
+  const std::vector<float> x = gaussian(kN, 17);
+  std::vector<float> imp = gaussian(kN, 18), huge(kN), bad(kN, std::numeric_limits<float>::quiet_NaN());
+  for (float& v : imp) v = std::exp(v);
+  for (int i = 0; i < kN; ++i) huge[i] = std::ldexp(imp[i], 100);
+  bad[3] = -1.0f, bad[4] = std::numeric_limits<float>::infinity();
+  const size_t rb = row_bytes(f.type, kN);
+  std::vector<uint8_t> a(rb), b(rb), c(rb), d(rb);
+  quantize_row(f.type, x.data(), a.data(), kN, imp.data());
+  quantize_row(f.type, x.data(), b.data(), kN, huge.data());
+  quantize_row(f.type, x.data(), c.data(), kN, bad.data());
+  quantize_row(f.type, x.data(), d.data(), kN, nullptr);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(c, d);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, IqLatticeQuantize, testing::ValuesIn(kFormats),
                          [](const testing::TestParamInfo<Format>& i) {
                            return std::string(type_name(i.param.type));
