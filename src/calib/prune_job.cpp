@@ -208,6 +208,10 @@ void PruneJob::write() {
 PruneJobResult PruneJob::run() {
   if (o_.type && (!is_storage_type(*o_.type) || !can_quantize(*o_.type)))
     STRATA_THROW("cannot store pruned matrices as ", type_name(*o_.type));
+  if (o_.type && quantize_requires_imatrix(*o_.type) && o_.imatrix_path.empty() && o_.calib_text.empty())
+    STRATA_THROW(
+        "cannot quantize to ", type_name(*o_.type),
+        " without an importance matrix (--imatrix FILE or --calib-file TEXT), as llama.cpp requires");
   open_sources();
   const auto& ts = src_->tensors();
   out_.resize(ts.size());

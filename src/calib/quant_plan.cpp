@@ -28,9 +28,19 @@ enum Ftype : uint32_t {
   kQ5_K_S = 16,
   kQ5_K_M = 17,
   kQ6_K = 18,
+  kIQ2_XXS = 19,
+  kIQ2_XS = 20,
   kQ2_K_S = 21,
+  kIQ3_XS = 22,
+  kIQ3_XXS = 23,
+  kIQ1_S = 24,
   kIQ4_NL = 25,
+  kIQ3_S = 26,
+  kIQ3_M = 27,
+  kIQ2_S = 28,
+  kIQ2_M = 29,
   kIQ4_XS = 30,
+  kIQ1_M = 31,
   kBF16 = 32,
   kTQ1_0 = 36,
   kTQ2_0 = 37,
@@ -53,7 +63,12 @@ const std::vector<FileTypePreset>& presets() {
       {"Q6_K", kQ6_K, T::Q6_K, true},         {"IQ4_NL", kIQ4_NL, T::IQ4_NL, false},
       {"IQ4_XS", kIQ4_XS, T::IQ4_XS, false},  {"TQ1_0", kTQ1_0, T::TQ1_0, false},
       {"TQ2_0", kTQ2_0, T::TQ2_0, false},     {"MXFP4_MOE", kMXFP4_MOE, T::MXFP4, false},
-      {"MXFP4", kMXFP4_MOE, T::MXFP4, false}, {"COPY", kF32, T::F32, false, true},
+      {"MXFP4", kMXFP4_MOE, T::MXFP4, false}, {"IQ2_XXS", kIQ2_XXS, T::IQ2_XXS, true},
+      {"IQ2_XS", kIQ2_XS, T::IQ2_XS, true},   {"IQ2_S", kIQ2_S, T::IQ2_XS, true},
+      {"IQ2_M", kIQ2_M, T::IQ2_S, true},      {"IQ3_XXS", kIQ3_XXS, T::IQ3_XXS, true},
+      {"IQ3_XS", kIQ3_XS, T::IQ3_S, true},    {"IQ3_S", kIQ3_S, T::IQ3_S, true},
+      {"IQ3_M", kIQ3_M, T::IQ3_S, true},      {"IQ1_S", kIQ1_S, T::IQ1_S, true},
+      {"IQ1_M", kIQ1_M, T::IQ1_M, true},      {"COPY", kF32, T::F32, false, true},
   };
   return p;
 }
@@ -133,6 +148,12 @@ Hparams read_hparams(const Metadata& md) {
   return h;
 }
 
+// The 1-2-bit IQ file types, which share one set of rules in llama.cpp.
+bool is_low_bit_iq(uint32_t ftype) {
+  return ftype == kIQ2_XXS || ftype == kIQ2_XS || ftype == kIQ1_S || ftype == kIQ2_S || ftype == kIQ2_M ||
+         ftype == kIQ1_M;
+}
+
 // llama_tensor_get_type_impl's mixture rules for the K-quant file types (and the output /
 // token-embedding rules that apply to every file type).
 struct MixtureState {
@@ -158,17 +179,27 @@ struct MixtureState {
       const int64_t qk = type_traits(t).block_size;
       if (ftype == kMXFP4_MOE) return T::Q8_0;
       if (hp.arch == "falcon" || tensor.ne[0] % qk != 0) return T::Q8_0;
+      if (is_low_bit_iq(ftype) || ftype == kIQ3_XXS) return T::Q5_K;
       return t != T::Q8_0 ? T::Q6_K : t;
     }
     if (ftype == kMXFP4_MOE) return tensor.ne[2] > 1 ? T::MXFP4 : T::Q8_0;
     if (cat == Category::TokenEmbd) {
+      if (ftype == kIQ2_XXS || ftype == kIQ2_XS || ftype == kIQ1_S || ftype == kIQ1_M) return T::Q2_K;
+      if (ftype == kIQ2_S || ftype == kIQ2_M || ftype == kIQ3_XXS) return T::IQ3_S;
       if (ftype == kTQ1_0 || ftype == kTQ2_0) return T::Q4_K;
       return t;
     }
+    if (is_low_bit_iq(ftype)) return pick_low_bit_iq(t, cat);
     if (is_attn_v_like(cat)) {
       if (ftype == kQ2_K)
         t = hp.n_gqa() >= 4 ? T::Q4_K : T::Q3_K;
       else if (ftype == kQ2_K_S && hp.n_gqa() >= 4)
+        t = T::Q4_K;
+      else if (ftype == kIQ3_XXS)
+        t = hp.n_gqa() >= 4 ? T::Q4_K : !has_imatrix ? T::IQ3_S : T::IQ3_XXS;
+      else if ((ftype == kIQ3_XS || ftype == kIQ3_S) && hp.n_gqa() >= 4)
+        t = T::Q4_K;
+      else if (ftype == kIQ3_M)
         t = T::Q4_K;
       else if (ftype == kQ3_K_M)
         t = i_attention_wv < 2 ? T::Q5_K : T::Q4_K;
@@ -185,16 +216,23 @@ struct MixtureState {
       ++i_attention_wv;
       return t;
     }
-    if (cat == Category::AttnK) return hp.n_expert == 8 ? T::Q8_0 : t;
+    if (cat == Category::AttnK) {
+      if (hp.n_expert == 8) return T::Q8_0;
+      return ftype == kIQ3_XS ? T::IQ3_XXS : ftype == kIQ3_XXS ? T::IQ2_S : t;
+    }
+    if (cat == Category::AttnQ) return ftype == kIQ3_XS ? T::IQ3_XXS : ftype == kIQ3_XXS ? T::IQ2_S : t;
     if (cat == Category::FfnDown) {
       const int i = layer_of(i_ffn_down, tensor.name);
       ++i_ffn_down;
       if (ftype == kQ2_K) return T::Q3_K;
       if (ftype == kQ2_K_S) return i < n_layer / 8 ? T::Q4_K : t;
+      if (ftype == kIQ3_XXS && !has_imatrix) return i < n_layer / 8 ? T::Q4_K : T::Q3_K;
       if (ftype == kQ3_K_M)
         return i < n_layer / 16                                   ? T::Q5_K
                : hp.arch != "falcon" || use_more_bits(i, n_layer) ? T::Q4_K
                                                                   : T::Q3_K;
+      if (ftype == kIQ3_M && (i < n_layer / 8 || (hp.n_expert == 8 && use_more_bits(i, n_layer))))
+        return T::Q4_K;
       if (ftype == kQ3_K_L) return hp.arch == "falcon" ? T::Q4_K : T::Q5_K;
       if (ftype == kQ4_K_M) {
         if (hp.arch == "falcon")
@@ -211,26 +249,56 @@ struct MixtureState {
     if (cat == Category::AttnOutput) {
       if (hp.arch != "falcon") {
         if (hp.n_expert == 8) {
-          if (ftype == kQ2_K || ftype == kQ3_K_S || ftype == kQ3_K_M || ftype == kIQ4_NL ||
-              ftype == kQ4_K_S || ftype == kQ4_K_M || ftype == kIQ4_XS)
+          if (ftype == kQ2_K || ftype == kIQ3_XS || ftype == kIQ3_XXS || ftype == kQ3_K_S ||
+              ftype == kQ3_K_M || ftype == kIQ4_NL || ftype == kQ4_K_S || ftype == kQ4_K_M ||
+              ftype == kIQ3_S || ftype == kIQ3_M || ftype == kIQ4_XS)
             return T::Q5_K;
           return t;
         }
         if (ftype == kQ2_K) return T::Q3_K;
-        if (ftype == kQ3_K_M) return T::Q4_K;
+        if (ftype == kIQ3_XXS) return T::IQ3_S;
+        if (ftype == kQ3_K_M || ftype == kIQ3_M) return T::Q4_K;
         if (ftype == kQ3_K_L) return T::Q5_K;
         return t;
       }
       return ftype == kQ3_K_L ? T::Q4_K : t;
     }
     if (cat == Category::AttnQkv) {
-      if (ftype == kQ3_K_M || ftype == kQ3_K_L) return T::Q4_K;
+      if (ftype == kQ3_K_M || ftype == kQ3_K_L || ftype == kIQ3_M) return T::Q4_K;
       if (ftype == kQ4_K_M) return T::Q5_K;
       if (ftype == kQ5_K_M) return T::Q6_K;
       return t;
     }
-    if (cat == Category::FfnGate) ++i_ffn_gate;
-    if (cat == Category::FfnUp) ++i_ffn_up;
+    if (cat == Category::FfnGate || cat == Category::FfnUp) {
+      int& counter = cat == Category::FfnGate ? i_ffn_gate : i_ffn_up;
+      const int i = layer_of(counter, tensor.name);
+      ++counter;
+      if (ftype == kIQ3_XS && i >= n_layer / 8 && i < 7 * n_layer / 8) return T::IQ3_XXS;
+    }
+    return t;
+  }
+
+  // IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M: more bits for attn_v, the first eighth of
+  // ffn_down and attn_output.
+  TensorType pick_low_bit_iq(TensorType t, Category cat) {
+    using T = TensorType;
+    const bool iq2_s_or_m = ftype == kIQ2_S || ftype == kIQ2_M;
+    if (cat == Category::AttnV) {
+      ++i_attention_wv;
+      if (hp.n_gqa() >= 4 || hp.n_expert >= 4) return T::Q4_K;
+      return iq2_s_or_m ? T::IQ3_S : T::Q2_K;
+    }
+    if (hp.n_expert == 8 && cat == Category::AttnK) return T::Q4_K;
+    if (cat == Category::FfnDown) {
+      const bool first = i_ffn_down < hp.n_layer / 8;
+      ++i_ffn_down;
+      return first ? (iq2_s_or_m ? T::IQ3_S : T::Q2_K) : t;
+    }
+    if (cat == Category::AttnOutput) {
+      if (hp.n_expert == 8) return T::Q5_K;
+      if (ftype == kIQ1_S || ftype == kIQ1_M) return T::IQ2_XXS;
+      if (iq2_s_or_m) return T::IQ3_S;
+    }
     return t;
   }
 
@@ -239,9 +307,7 @@ struct MixtureState {
 
 void check_quantizable(TensorType t, const std::string& tensor) {
   if (!is_storage_type(t) || !can_quantize(t))
-    STRATA_THROW(
-        "cannot quantize '", tensor, "' to ", type_name(t),
-        ": llama.cpp's quantizer for it needs an importance matrix and a search Strata does not have");
+    STRATA_THROW("cannot quantize '", tensor, "' to ", type_name(t), ": Strata has no quantizer for it");
 }
 
 }  // namespace
@@ -334,6 +400,12 @@ std::vector<TensorPlan> plan_tensor_types(const ModelFile& f, const PlanOptions&
         cat != Category::TokenEmbd && cat != Category::Output)
       STRATA_THROW(
           "Q2_K_S needs an importance matrix (--imatrix FILE or --calib-file TEXT), as in llama.cpp");
+    // llama.cpp refuses these without an imatrix (IQ1_M only for the matrices other than
+    // token_embd and output): "the result will be garbage".
+    if (!o.has_imatrix && quantize_requires_imatrix(type) &&
+        (type != TensorType::IQ1_M || (cat != Category::TokenEmbd && cat != Category::Output)))
+      STRATA_THROW("missing importance matrix for tensor '", t.name, "' in a very low-bit quantization (",
+                   type_name(type), "): give --imatrix FILE or --calib-file TEXT, as llama.cpp requires");
     p.type = fallback_type(type, t.ne[0]);
     p.fell_back = p.type != type;
   }

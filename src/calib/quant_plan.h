@@ -2,7 +2,8 @@
 //
 // A TYPE is one of llama.cpp's file types (llama_ftype): the pure types (F32, F16, BF16, Q4_0,
 // Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4_MOE) and the mixtures Q2_K, Q2_K_S,
-// Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, with llama.cpp's aliases Q3_K = Q3_K_M, Q4_K = Q4_K_M,
+// Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S,
+// IQ3_M, IQ1_S, IQ1_M, with llama.cpp's aliases Q3_K = Q3_K_M, Q4_K = Q4_K_M,
 // Q5_K = Q5_K_M (and MXFP4 = MXFP4_MOE), or COPY (every tensor kept as it is).
 // For each quantizable tensor (2-D or more, name ending in "weight", not a norm, not
 // ffn_gate_inp, ...) the order of precedence is llama_tensor_get_type's:
@@ -64,7 +65,8 @@ struct TensorPlan {
 };
 
 // One entry per tensor of `f`, in file order. Throws strata::Error for a target type Strata
-// cannot quantize to (the IQ2/IQ3/IQ1 types), and for Q2_K_S without an imatrix.
+// cannot quantize to, and, as llama.cpp does, for Q2_K_S and for tensors that would be IQ2_XXS,
+// IQ2_XS, IQ2_S, IQ1_S or IQ1_M (IQ1_M: other than token_embd / output) without an imatrix.
 std::vector<TensorPlan> plan_tensor_types(const ModelFile& f, const PlanOptions& options);
 
 // The general.file_type to write.

@@ -45,12 +45,9 @@ TensorType parse_tensor_type_option(const std::string& name, const char* option)
 const calib::FileTypePreset* parse_target(const std::string& name) {
   if (const calib::FileTypePreset* p = calib::find_file_type(name)) return p;
   const auto t = tensor_type_from_name(name);
-  if (t && is_storage_type(*t) && !can_quantize(*t))
-    STRATA_THROW(
-        "cannot quantize to ", type_name(*t),
-        ": llama.cpp's quantizer for it needs an importance matrix and a lattice search Strata does not "
-        "have (use one of ",
-        calib::file_type_names(), ")");
+  if (t && is_storage_type(*t))
+    STRATA_THROW("'", name, "' is a tensor type but not one of llama.cpp's file types (use one of ",
+                 calib::file_type_names(), ", or --pure / --tensor-type for single types)");
   STRATA_THROW("unknown quantization type '", name, "' (use one of ", calib::file_type_names(), ")");
 }
 

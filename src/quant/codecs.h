@@ -36,17 +36,14 @@ STRATA_DECLARE_CODEC(iq4_xs);
 STRATA_DECLARE_CODEC(mxfp4);
 STRATA_DECLARE_CODEC(tq1_0);
 STRATA_DECLARE_CODEC(tq2_0);
+STRATA_DECLARE_CODEC(iq2_xxs);
+STRATA_DECLARE_CODEC(iq2_xs);
+STRATA_DECLARE_CODEC(iq2_s);
+STRATA_DECLARE_CODEC(iq3_xxs);
+STRATA_DECLARE_CODEC(iq3_s);
+STRATA_DECLARE_CODEC(iq1_s);
+STRATA_DECLARE_CODEC(iq1_m);
 
 #undef STRATA_DECLARE_CODEC
-
-// Types Strata decodes but does not quantize to (llama.cpp's quantizers for them need an
-// importance matrix): dequantization only.
-void dequantize_iq2_xxs(const void* src, float* dst, int64_t n);
-void dequantize_iq2_xs(const void* src, float* dst, int64_t n);
-void dequantize_iq2_s(const void* src, float* dst, int64_t n);
-void dequantize_iq3_xxs(const void* src, float* dst, int64_t n);
-void dequantize_iq3_s(const void* src, float* dst, int64_t n);
-void dequantize_iq1_s(const void* src, float* dst, int64_t n);
-void dequantize_iq1_m(const void* src, float* dst, int64_t n);
 
 }  // namespace strata::quant

@@ -1,8 +1,10 @@
 // IQ2_S: super-blocks of 256; per group of 8 a 10-bit kIq2sGrid index (qs | 2 bits of qh) and 8
 // explicit sign bits (qs[32 + g]); a 4-bit scale per 16: x = d * (0.5 + s) * 0.25 * grid * sign.
-// Dequantization only (llama.cpp's quantizer needs an importance matrix).
+// Quantizer: quant/iq_search.h (signs split off, weighted nearest grid points, sub-block and
+// super-block scale searches); this file packs its result.
 #include "quant/blocks.h"
 #include "quant/codecs.h"
+#include "quant/iq_search.h"
 #include "quant/iq_tables.h"
 
 namespace strata::quant {
@@ -24,6 +26,26 @@ void dequantize_iq2_s(const void* src, float* dst, int64_t n) {
           y[j] =
               db[l / 2] * static_cast<float>((grid >> (8 * j)) & 0xFF) * ((signs[g] >> j) & 1 ? -1.0f : 1.0f);
       }
+    }
+  }
+}
+
+void quantize_iq2_s(const float* src, void* dst, int64_t n, const float* importance) {
+  static constexpr IqSpec kSpec{IqGrid::Iq2s, 16, 16, 0.25f, IqSigns::Explicit8, IqDelta::None};
+  auto* blocks = static_cast<BlockIQ2_S*>(dst);  // [n / 256]
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    IqBlock q;
+    iq_quantize_block(kSpec, src + b * kQK_K, importance ? importance + b * kQK_K : nullptr, &q);
+    BlockIQ2_S& y = blocks[b];
+    y.d = q.d;
+    for (int ib = 0; ib < 8; ++ib) {
+      y.qh[ib] = 0;
+      y.scales[ib] = static_cast<uint8_t>(q.l[2 * ib] | (q.l[2 * ib + 1] << 4));
+    }
+    for (int g = 0; g < kQK_K / 8; ++g) {
+      y.qs[g] = static_cast<uint8_t>(q.grid[g] & 0xFF);
+      y.qh[g / 4] = static_cast<uint8_t>(y.qh[g / 4] | ((q.grid[g] >> 8) << (2 * (g % 4))));
+      y.qs[kQK_K / 8 + g] = q.sign[g];
     }
   }
 }

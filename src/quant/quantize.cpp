@@ -60,19 +60,19 @@ Codec codec_for(TensorType type) {
     case TensorType::TQ2_0:
       return {dequantize_tq2_0, quantize_tq2_0};
     case TensorType::IQ2_XXS:
-      return {dequantize_iq2_xxs, nullptr};
+      return {dequantize_iq2_xxs, quantize_iq2_xxs};
     case TensorType::IQ2_XS:
-      return {dequantize_iq2_xs, nullptr};
+      return {dequantize_iq2_xs, quantize_iq2_xs};
     case TensorType::IQ2_S:
-      return {dequantize_iq2_s, nullptr};
+      return {dequantize_iq2_s, quantize_iq2_s};
     case TensorType::IQ3_XXS:
-      return {dequantize_iq3_xxs, nullptr};
+      return {dequantize_iq3_xxs, quantize_iq3_xxs};
     case TensorType::IQ3_S:
-      return {dequantize_iq3_s, nullptr};
+      return {dequantize_iq3_s, quantize_iq3_s};
     case TensorType::IQ1_S:
-      return {dequantize_iq1_s, nullptr};
+      return {dequantize_iq1_s, quantize_iq1_s};
     case TensorType::IQ1_M:
-      return {dequantize_iq1_m, nullptr};
+      return {dequantize_iq1_m, quantize_iq1_m};
   }
   STRATA_CHECK(false, "no codec for tensor type id ", static_cast<uint32_t>(type));
 }
@@ -83,12 +83,10 @@ void check_row(TensorType type, int64_t n) {
                " blocks");
 }
 
-// The codec's quantizer, or a clear error for the types Strata only decodes.
+// The codec's quantizer, or a clear error for a type without one.
 quant::QuantizeFn quantizer_for(TensorType type) {
   const quant::QuantizeFn q = codec_for(type).quantize;
-  if (!q)
-    STRATA_THROW("quantizing to ", type_name(type),
-                 " is not supported (its quantizer needs an importance matrix; Strata decodes it only)");
+  if (!q) STRATA_THROW("quantizing to ", type_name(type), " is not supported");
   return q;
 }
 
@@ -96,6 +94,11 @@ quant::QuantizeFn quantizer_for(TensorType type) {
 
 bool can_quantize(TensorType type) {
   return codec_for(type).quantize != nullptr;
+}
+
+bool quantize_requires_imatrix(TensorType type) {
+  return type == TensorType::IQ2_XXS || type == TensorType::IQ2_XS || type == TensorType::IQ2_S ||
+         type == TensorType::IQ1_S || type == TensorType::IQ1_M;
 }
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {

@@ -14,9 +14,13 @@ class ThreadPool;
 // Works for F32, F16, BF16 and every quantized type (incl. Q8_K).
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n);
 
-// True when quantize_row can produce `type` (every type but IQ2_*, IQ3_*, IQ1_*, which Strata
-// decodes only: llama.cpp's quantizers for them need an importance matrix).
+// True when quantize_row can produce `type` (every storage type).
 bool can_quantize(TensorType type);
+
+// True for the types whose quantization without an importance matrix gives results too poor to
+// use (llama.cpp's llama-quantize refuses them: IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M). quantize_row still
+// quantizes them without one (with the default weighting); the model-level tools refuse, as llama.cpp does.
+bool quantize_requires_imatrix(TensorType type);
 
 // src: [n] f32 -> dst: row_bytes(type, n) bytes. Throws strata::Error for a type that cannot be
 // quantized to (can_quantize). Round-to-nearest with a per-block scale search.
@@ -29,6 +33,8 @@ bool can_quantize(TensorType type);
 // clamped to the largest magnitude the block can represent. F16/BF16 keep IEEE semantics (round to
 // nearest even; inf and NaN are kept, finite values beyond the F16 range become inf); F32 copies.
 // Q8_1 and Q8_K (activation formats) are quantized exactly as llama.cpp does, ignoring importance.
+// The 1-3-bit IQ types (IQ3_S, IQ3_XXS, IQ2_*, IQ1_*) weight the error by importance *
+// sqrt(sigma2 + x^2), sigma2 = 2 mean(x^2) of the super-block, as llama.cpp does (quant/iq_search.h).
 size_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,
                     const float* importance = nullptr);
 

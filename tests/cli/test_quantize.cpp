@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -166,15 +167,13 @@ TEST_F(QuantizeCli, IqTypesByLlamaCppNames) {
     EXPECT_EQ(dst->metadata().get_int("general.file_type"), c.file_type);
     expect_converted(*src, *dst, *tensor_type_from_name(c.name), c.tolerance);
   }
-  const auto r = quantize(src_path, out("iq2.gguf"), "iq2_xxs");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind(
-                "strata: error: cannot quantize to iq2_xxs: llama.cpp's quantizer for it needs an importance "
-                "matrix",
-                0),
-            0u)
-      << r.err;
-  EXPECT_FALSE(fs::exists(out("iq2.gguf")));
+  // The 1-2-bit IQ file types need an importance matrix, as in llama-quantize.
+  for (const char* type : {"iq2_xxs", "IQ2_XS", "iq2_s", "IQ2_M", "iq1_s", "IQ1_M"}) {
+    const auto r = quantize(src_path, out("iq2.gguf"), type);
+    EXPECT_EQ(r.exit_code, 1) << type;
+    EXPECT_EQ(r.err.rfind("strata: error: missing importance matrix for tensor '", 0), 0u) << r.err;
+    EXPECT_FALSE(fs::exists(out("iq2.gguf"))) << type;
+  }
 }
 
 TEST_F(QuantizeCli, Q4_KErrorComparableToLlamaQuantize) {
@@ -220,6 +219,77 @@ TEST_F(QuantizeCli, Q4_K_MMixtureMatchesLlamaQuantize) {
       n_q6 += t.type == TensorType::Q6_K;
     }
     EXPECT_GT(n_q6, 0);  // the fixture really is a mixture
+  }
+}
+
+// The 1-3-bit IQ file types are llama.cpp's mixtures too (llama-quant.cpp, hand-applied to
+// synth-tiny: 4 layers, no GQA >= 4, no experts, an untied output). IQ3_S: output Q6_K, the rest
+// IQ3_S. IQ3_XXS: attn_q / attn_k IQ2_S, attn_output and token_embd IQ3_S, output Q5_K (and
+// because IQ2_S needs an imatrix, llama-quantize refuses IQ3_XXS without one). IQ2_M (base
+// IQ2_S): attn_v, attn_output and token_embd IQ3_S, output Q5_K.
+TEST_F(QuantizeCli, IqMixturesFollowLlamaQuantize) {
+  const std::string f32_path = test::shared_path("models/synth-tiny/synth-tiny-f32.gguf");
+  const std::string calib = out("calib.txt");
+  {
+    std::FILE* f = std::fopen(calib.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("Once upon a time there was a little girl who liked to play in the park with her dog.", f);
+    std::fclose(f);
+  }
+  const auto r = quantize(f32_path, out("iq.gguf"), "IQ3_XXS", false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("missing importance matrix for tensor 'blk.0.attn_k.weight'"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out("iq.gguf")));
+
+  using T = TensorType;
+  const struct {
+    const char* name;
+    int64_t file_type;
+    bool imatrix;
+    std::map<std::string, T> by_suffix;  // tensor name suffix -> type; the rest: base
+    T base;
+  } cases[] = {{"IQ3_S", 26, false, {{"output.weight", T::Q6_K}}, T::IQ3_S},
+               {"IQ3_XXS",
+                23,
+                true,
+                {{"attn_q.weight", T::IQ2_S},
+                 {"attn_k.weight", T::IQ2_S},
+                 {"attn_output.weight", T::IQ3_S},
+                 {"token_embd.weight", T::IQ3_S},
+                 {"output.weight", T::Q5_K}},
+                T::IQ3_XXS},
+               {"IQ2_M",
+                29,
+                true,
+                {{"attn_v.weight", T::IQ3_S},
+                 {"attn_output.weight", T::IQ3_S},
+                 {"token_embd.weight", T::IQ3_S},
+                 {"output.weight", T::Q5_K}},
+                T::IQ2_S}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> argv = {
+        test::strata_binary(), "quantize", f32_path, out("iq.gguf"), c.name, "-t", "2", "--no-summary"};
+    if (c.imatrix)
+      for (const char* a : {"--calib-file", calib.c_str(), "--calib-ctx", "16", "--calib-chunks", "1"})
+        argv.push_back(a);
+    const auto r = test::run_command(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto f = GgufFile::open(out("iq.gguf"));
+    EXPECT_EQ(f->metadata().get_int("general.file_type"), c.file_type);
+    for (const TensorInfo& t : f->tensors()) {
+      if (t.n_dims == 1) continue;
+      SCOPED_TRACE(t.name);
+      T want = c.base;
+      for (const auto& [suffix, type] : c.by_suffix) {
+        const std::string dotted = "." + suffix;
+        if (t.name == suffix || (t.name.size() > dotted.size() &&
+                                 t.name.compare(t.name.size() - dotted.size(), dotted.size(), dotted) == 0))
+          want = type;
+      }
+      EXPECT_EQ(t.type, want);
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 // Quantizers of IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and TQ2_0: quantize -> dequantize error bounds on
 // Gaussian data against independent yardsticks (plain rounding of the same bit budget, Q4_0 and
-// Q4_K at the same size), exact reproduction of data the format represents, importance
-// weighting, awkward input, and the clear error of the decode-only types.
+// Q4_K at the same size), exact reproduction of data the format represents; importance
+// weighting and awkward input for those and the 1-3-bit IQ types (whose search is tested
+// against an exhaustive one in test_iq_lattice_quantize.cpp).
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -15,8 +16,10 @@
 namespace strata::test {
 namespace {
 
-const TensorType kQuantizable[] = {TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4,
-                                   TensorType::TQ1_0, TensorType::TQ2_0};
+const TensorType kQuantizable[] = {TensorType::IQ4_NL,  TensorType::IQ4_XS, TensorType::MXFP4,
+                                   TensorType::TQ1_0,   TensorType::TQ2_0,  TensorType::IQ3_S,
+                                   TensorType::IQ3_XXS, TensorType::IQ2_XS, TensorType::IQ2_XXS,
+                                   TensorType::IQ2_S,   TensorType::IQ1_S,  TensorType::IQ1_M};
 
 double rel_rms(const std::vector<float>& x, const std::vector<float>& y) {
   return std::sqrt(sq_error(y.data(), x.data(), x.size()) / sum_sq(x.data(), x.size()));
@@ -94,20 +97,14 @@ TEST(IqQuantize, AwkwardInputStaysFinite) {
   }
 }
 
-TEST(IqQuantize, DecodeOnlyTypesThrowAClearError) {
-  const std::vector<float> x(256, 1.0f);
-  std::vector<uint8_t> out(256);
-  for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
-                       TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M}) {
-    EXPECT_FALSE(can_quantize(t)) << type_name(t);
-    try {
-      quantize_row(t, x.data(), out.data(), 256);
-      ADD_FAILURE() << "quantized to " << type_name(t);
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("importance matrix"), std::string::npos) << e.what();
-    }
-  }
+TEST(IqQuantize, EveryTypeQuantizesAndLlamaCppsImatrixTypesAreMarked) {
   for (TensorType t : kQuantizable) EXPECT_TRUE(can_quantize(t)) << type_name(t);
+  // llama-quantize refuses these without an imatrix (llama-quant.cpp); the row API still works.
+  for (TensorType t :
+       {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ1_S, TensorType::IQ1_M})
+    EXPECT_TRUE(quantize_requires_imatrix(t)) << type_name(t);
+  for (TensorType t : {TensorType::IQ3_S, TensorType::IQ3_XXS, TensorType::IQ4_XS, TensorType::Q2_K})
+    EXPECT_FALSE(quantize_requires_imatrix(t)) << type_name(t);
 }
 
 }  // namespace
