@@ -78,17 +78,34 @@ void EngineCore::plan_speculation() {
     const int64_t cap = std::min<int64_t>({r.spec.draft_max, r.params.stop.max_tokens - s->n_generated() - 1,
                                            max_len_ - static_cast<int64_t>(s->tokens.size()) - 1});
     if (cap <= 0) continue;
-    double cost = 0.0;
-    for (const DraftMethodSpec& m : r.spec.methods)
-      if (const Drafter* d = drafter_for(m)) cost = std::max(cost, d->relative_cost());
+    // Relative costs for now (in target decode steps); seconds once the cost model is there.
+    double cost = 0.0, catch_up = 0.0;
+    for (const DraftMethodSpec& m : r.spec.methods) {
+      const Drafter* d = drafter_for(m);
+      if (!d) continue;
+      cost = std::max(cost, d->relative_cost());
+      if (const int64_t lag = d->lag(s->uid, s->tokens); lag > 0)
+        catch_up = std::max(catch_up, d->relative_cost() * static_cast<double>(lag));
+    }
     seqs.push_back(s);
-    cands.push_back({s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0});
+    SpecCandidate c{s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0};
+    // The catch-up is paid once and serves the drafts of the steps after it: spread over the
+    // steps it can still serve (at most 16 ahead: text changes character, and so does alpha).
+    c.first_cost = catch_up / static_cast<double>(std::clamp<int64_t>(cap, 1, 16));
+    cands.push_back(c);
   }
   if (seqs.empty()) return;
   bool adaptive = false;
   for (Sequence* s : seqs) adaptive = adaptive || s->request->spec.adaptive;
   if (adaptive) calibrate_cost_model();
-  for (SpecCandidate& c : cands) c.draft_cost *= cost_.empty() ? 0.0 : cost_.seconds(1);
+  const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
+  for (SpecCandidate& c : cands) {
+    c.draft_cost *= step1;
+    // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
+    // n-token step per token (much less than a decode), times the drafter's relative cost.
+    const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;
+    c.first_cost *= per_token;
+  }
   SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];

@@ -1,6 +1,8 @@
 #include "engine/spec/spec_controller.h"
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace strata {
 
@@ -27,20 +29,25 @@ void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) 
   int64_t tokens = base_tokens;
   double expected = static_cast<double>(c.size());  // every decode emits at least one token
   double seconds = cost_->seconds(tokens);
+  std::vector<uint8_t> done(c.size(), 0);
   for (;;) {
     // The draft that adds the most expected tokens next.
     int best = -1;
     double best_gain = 0.0;
     for (size_t i = 0; i < c.size(); ++i) {
-      if (c[i].k >= c[i].max_k) continue;
+      if (done[i] || c[i].k >= c[i].max_k) continue;
       const double gain = std::pow(c[i].alpha, c[i].k + 1);
       if (gain > best_gain) best_gain = gain, best = static_cast<int>(i);
     }
     if (best < 0) break;
+    SpecCandidate& b = c[static_cast<size_t>(best)];
     const double extra =
-        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + c[static_cast<size_t>(best)].draft_cost;
-    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) break;  // no longer pays
-    ++c[static_cast<size_t>(best)].k;
+        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + b.draft_cost + (b.k == 0 ? b.first_cost : 0.0);
+    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) {
+      done[static_cast<size_t>(best)] = 1;  // no longer pays for this one (its gains only shrink)
+      continue;
+    }
+    ++b.k;
     ++tokens;
     expected += best_gain;
     seconds += extra;
