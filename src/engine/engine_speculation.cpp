@@ -178,8 +178,16 @@ void EngineCore::draft_with_models(ScheduleOutput& so) {
   }
   for (auto& [d, slots] : by_drafter) {
     std::vector<DraftSlot*> ptrs;
-    for (DraftSlot& sl : slots) ptrs.push_back(&sl);
+    int64_t lag_before = 0;
+    for (DraftSlot& sl : slots) {
+      ptrs.push_back(&sl);
+      lag_before += d->lag(sl.seq_id, *sl.tokens);
+    }
     d->draft(ptrs);
+    int64_t lag_after = 0;
+    for (const DraftSlot& sl : slots) lag_after += d->lag(sl.seq_id, *sl.tokens);
+    if (lag_before > lag_after)
+      metrics_.spec_draft_catch_up_tokens.add(static_cast<double>(lag_before - lag_after));
     const auto& seqs = owners[d];
     for (size_t i = 0; i < slots.size(); ++i) {
       Sequence& s = *seqs[i];
