@@ -64,6 +64,7 @@ void EngineCore::calibrate_cost_model() {
 void EngineCore::plan_speculation() {
   std::vector<Sequence*> seqs;
   std::vector<SpecCandidate> cands;
+  std::vector<uint8_t> resting;  // per candidate: its model drafter is rested this step
   int64_t base_tokens = 0;
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
@@ -78,6 +79,16 @@ void EngineCore::plan_speculation() {
     const int64_t cap = std::min<int64_t>({r.spec.draft_max, r.params.stop.max_tokens - s->n_generated() - 1,
                                            max_len_ - static_cast<int64_t>(s->tokens.size()) - 1});
     if (cap <= 0) continue;
+    // A model drafter that keeps proposing nothing for this sequence is rested; cheap drafters
+    // are free to ask and still are.
+    bool has_model = false, has_cheap = false;
+    for (const DraftMethodSpec& m : r.spec.methods)
+      (is_model_method(m.method) ? has_model : has_cheap) = true;
+    const bool rest_model = has_model && r.spec.adaptive && s->acceptance.hold();
+    if (rest_model && !has_cheap) {
+      s->acceptance.relax();
+      continue;
+    }
     // Relative costs for now (in target decode steps); seconds once the cost model is there.
     double cost = 0.0, catch_up = 0.0;
     for (const DraftMethodSpec& m : r.spec.methods) {
@@ -88,6 +99,7 @@ void EngineCore::plan_speculation() {
         catch_up = std::max(catch_up, d->relative_cost() * static_cast<double>(lag));
     }
     seqs.push_back(s);
+    resting.push_back(rest_model);
     SpecCandidate c{s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0};
     // The catch-up is paid once and serves the drafts of the steps after it: spread over the
     // steps it can still serve (at most 16 ahead: text changes character, and so does alpha).
@@ -120,7 +132,7 @@ void EngineCore::plan_speculation() {
     // drafter later in the chain drafts after scheduling.
     for (const DraftMethodSpec& m : spec.methods) {
       if (is_model_method(m.method)) {
-        s.spec_k = k;
+        if (!resting[i]) s.spec_k = k;
         break;
       }
       DraftSlot slot = make_slot(s, k);
@@ -191,7 +203,10 @@ void EngineCore::draft_with_models(ScheduleOutput& so) {
     const auto& seqs = owners[d];
     for (size_t i = 0; i < slots.size(); ++i) {
       Sequence& s = *seqs[i];
-      if (static_cast<int32_t>(slots[i].draft.size()) < std::max(1, s.request->spec.draft_min)) continue;
+      const bool proposed =
+          static_cast<int32_t>(slots[i].draft.size()) >= std::max(1, s.request->spec.draft_min);
+      s.acceptance.model_proposed(proposed);
+      if (!proposed) continue;
       s.draft = std::move(slots[i].draft);
       s.draft_q = std::move(slots[i].q);
       constrain_drafts(s);

@@ -1,5 +1,6 @@
 #include "engine/spec/spec_controller.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -18,6 +19,23 @@ void SpecAcceptance::relax() {
   const SpecAcceptance prior;
   accepted += kPull * (prior.accepted - accepted);
   rejected += kPull * (prior.rejected - rejected);
+}
+
+void SpecAcceptance::model_proposed(bool any) {
+  constexpr int32_t kMaxWait = 64;
+  if (any) {
+    empty_runs = 0;
+    wait = 0;
+    return;
+  }
+  empty_runs = std::min(empty_runs + 1, 6);
+  wait = std::min(kMaxWait, int32_t{1} << empty_runs);
+}
+
+bool SpecAcceptance::hold() {
+  if (wait <= 0) return false;
+  --wait;
+  return true;
 }
 
 void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {

@@ -27,6 +27,16 @@ struct SpecAcceptance {
   // A step without drafting: the evidence fades toward the prior, so a sequence whose drafts
   // stopped paying is probed again after a few dozen steps (text changes character).
   void relax();
+  // A model drafter ran for this sequence: whether it proposed anything (its p_min cut-off can
+  // stop it at the first token). Each run that proposed nothing doubles the steps the sequence
+  // waits before a model drafter is asked again (2, 4, ... 64): a drafter that is never sure
+  // on this text costs one draft forward per 64 steps, not one per few steps.
+  void model_proposed(bool any);
+  // True while the sequence waits (counts the step down).
+  bool hold();
+
+  int32_t empty_runs = 0;  // consecutive model-drafter runs without a proposal
+  int32_t wait = 0;        // steps left before a model drafter may run again
 };
 
 struct SpecCandidate {
