@@ -3,7 +3,8 @@
 #   bench/serving.sh MODEL [OUT_DIR]
 # SECTIONS (default "levels prefix variable") picks the tables to run; "spec" compares
 # speculative decoding off and on (SPEC, default "ngram") at 1, 4, 16 and 64 streams
-# (SPEC_LEVELS, "streams:prompts" pairs).
+# (SPEC_LEVELS, "streams:prompts" pairs; SPEC_MODES, default "off on", the sides to run;
+# INPUT_LEN / OUTPUT_LEN, default 128, the tokens per request).
 # Needs a Release build in build/release and jq. Writes one JSON per run into OUT_DIR
 # (default /tmp/strata-serving) and prints markdown tables on stdout.
 set -euo pipefail
@@ -21,7 +22,7 @@ start_server() {  # args: extra serve flags
   "$STRATA" serve -m "$MODEL" --port "$PORT" -t 2 --kv-cache-mem 2GiB --max-num-seqs 64 \
     --max-batched-tokens 512 "$@" 2>"$OUT/serve.log" &
   server_pid=$!
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 3000); do  # 5 minutes: a self-draft is re-quantized at load
     curl -sf "$URL/health" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
@@ -113,10 +114,10 @@ if has spec; then
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   for lvl in ${SPEC_LEVELS:-1:8 4:16 16:48 64:128}; do
     conc=${lvl%%:*} n=${lvl##*:}
-    for mode in off on; do
+    for mode in ${SPEC_MODES:-off on}; do
       if [ "$mode" = on ]; then start_server --spec "${SPEC:-ngram}"; else start_server; fi
       "$STRATA" bench serve --url "$URL" --num-prompts "$n" --max-concurrency "$conc" \
-        --input-len 128 --output-len 128 --ignore-eos --seed 1 --quiet --json "$OUT/spec-$mode-c$conc.json" >/dev/null
+        --input-len "${INPUT_LEN:-128}" --output-len "${OUTPUT_LEN:-128}" --ignore-eos --seed 1 --quiet --json "$OUT/spec-$mode-c$conc.json" >/dev/null
       jq -r --arg m "$mode" --arg c "$conc" \
         '"| \($m) | \($c) | \(.completed)/\(.completed + .failed) | \(.output_throughput | . * 10 | round / 10) | \(.ttft_ms.median | round) | \(.itl_ms.median | . * 10 | round / 10) | \(.tpot_ms.median | . * 10 | round / 10) | \(if .spec then (.spec.acceptance_rate | . * 1000 | round / 10 | tostring) + " %" else "-" end) |"' \
         "$OUT/spec-$mode-c$conc.json"

@@ -83,7 +83,7 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   }
   const auto nb = static_cast<int32_t>(std::clamp<int64_t>(n_blocks, 1, INT32_MAX / 2));
   target_ = std::make_unique<ModelExecutor>(m, g, nb);
-  for (const auto& d : drafters_) d->allocate_kv(nb);
+  for (const auto& d : drafters_) d->allocate_kv(nb, target_->kv());
   for (const DraftMethodSpec& mth : cfg.spec.methods) {
     if (mth.method != DraftMethod::SkipLayers) continue;
     std::vector<int32_t> calib;
@@ -107,6 +107,8 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   if (cfg.kv_window.enabled())
     log_info("KV window: the first ", cfg.kv_window.sinks, " tokens (attention sinks) and the last ",
              cfg.kv_window.window, " of every sequence");
+  // The adaptive controller's step costs are measured now, before any request waits on them.
+  if (cfg.spec.enabled() && cfg.spec.adaptive) calibrate_cost_model();
   if (cfg.spec.enabled()) {
     std::string chain;
     for (const auto& mth : cfg.spec.methods) chain += (chain.empty() ? "" : ",") + mth.name();

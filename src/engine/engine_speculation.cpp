@@ -64,6 +64,7 @@ void EngineCore::calibrate_cost_model() {
 void EngineCore::plan_speculation() {
   std::vector<Sequence*> seqs;
   std::vector<SpecCandidate> cands;
+  std::vector<uint8_t> resting;  // per candidate: its model drafter is rested this step
   int64_t base_tokens = 0;
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
@@ -78,17 +79,45 @@ void EngineCore::plan_speculation() {
     const int64_t cap = std::min<int64_t>({r.spec.draft_max, r.params.stop.max_tokens - s->n_generated() - 1,
                                            max_len_ - static_cast<int64_t>(s->tokens.size()) - 1});
     if (cap <= 0) continue;
-    double cost = 0.0;
+    // A model drafter that keeps proposing nothing for this sequence is rested; cheap drafters
+    // are free to ask and still are.
+    bool has_model = false, has_cheap = false;
     for (const DraftMethodSpec& m : r.spec.methods)
-      if (const Drafter* d = drafter_for(m)) cost = std::max(cost, d->relative_cost());
+      (is_model_method(m.method) ? has_model : has_cheap) = true;
+    const bool rest_model = has_model && r.spec.adaptive && s->acceptance.hold();
+    if (rest_model && !has_cheap) {
+      s->acceptance.relax();
+      continue;
+    }
+    // Relative costs for now (in target decode steps); seconds once the cost model is there.
+    double cost = 0.0, catch_up = 0.0;
+    for (const DraftMethodSpec& m : r.spec.methods) {
+      const Drafter* d = drafter_for(m);
+      if (!d) continue;
+      cost = std::max(cost, d->relative_cost());
+      if (const int64_t lag = d->lag(s->uid, s->tokens); lag > 0)
+        catch_up = std::max(catch_up, d->relative_cost() * static_cast<double>(lag));
+    }
     seqs.push_back(s);
-    cands.push_back({s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0});
+    resting.push_back(rest_model);
+    SpecCandidate c{s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0};
+    // The catch-up is paid once and serves the drafts of the steps after it: spread over the
+    // steps it can still serve (at most 16 ahead: text changes character, and so does alpha).
+    c.first_cost = catch_up / static_cast<double>(std::clamp<int64_t>(cap, 1, 16));
+    cands.push_back(c);
   }
   if (seqs.empty()) return;
   bool adaptive = false;
   for (Sequence* s : seqs) adaptive = adaptive || s->request->spec.adaptive;
   if (adaptive) calibrate_cost_model();
-  for (SpecCandidate& c : cands) c.draft_cost *= cost_.empty() ? 0.0 : cost_.seconds(1);
+  const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
+  for (SpecCandidate& c : cands) {
+    c.draft_cost *= step1;
+    // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
+    // n-token step per token (much less than a decode), times the drafter's relative cost.
+    const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;
+    c.first_cost *= per_token;
+  }
   SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
@@ -103,7 +132,7 @@ void EngineCore::plan_speculation() {
     // drafter later in the chain drafts after scheduling.
     for (const DraftMethodSpec& m : spec.methods) {
       if (is_model_method(m.method)) {
-        s.spec_k = k;
+        if (!resting[i]) s.spec_k = k;
         break;
       }
       DraftSlot slot = make_slot(s, k);
@@ -161,12 +190,23 @@ void EngineCore::draft_with_models(ScheduleOutput& so) {
   }
   for (auto& [d, slots] : by_drafter) {
     std::vector<DraftSlot*> ptrs;
-    for (DraftSlot& sl : slots) ptrs.push_back(&sl);
+    int64_t lag_before = 0;
+    for (DraftSlot& sl : slots) {
+      ptrs.push_back(&sl);
+      lag_before += d->lag(sl.seq_id, *sl.tokens);
+    }
     d->draft(ptrs);
+    int64_t lag_after = 0;
+    for (const DraftSlot& sl : slots) lag_after += d->lag(sl.seq_id, *sl.tokens);
+    if (lag_before > lag_after)
+      metrics_.spec_draft_catch_up_tokens.add(static_cast<double>(lag_before - lag_after));
     const auto& seqs = owners[d];
     for (size_t i = 0; i < slots.size(); ++i) {
       Sequence& s = *seqs[i];
-      if (static_cast<int32_t>(slots[i].draft.size()) < std::max(1, s.request->spec.draft_min)) continue;
+      const bool proposed =
+          static_cast<int32_t>(slots[i].draft.size()) >= std::max(1, s.request->spec.draft_min);
+      s.acceptance.model_proposed(proposed);
+      if (!proposed) continue;
       s.draft = std::move(slots[i].draft);
       s.draft_q = std::move(slots[i].q);
       constrain_drafts(s);

@@ -53,4 +53,25 @@ class ModelExecutor final : public Executor {
   std::vector<float> hidden_;  // [n_hidden_outputs, n_embd]
 };
 
+// A model over another executor's KV storage (the self-draft over the target's cache). It
+// attends to the target's K/V of every accepted position and writes its own only at positions
+// the target overwrites in the same step (the verification chunk), so it needs no storage, no
+// copy-on-write and no catch-up of its own. Block copies are the owner's job.
+class SharedKvExecutor final : public Executor {
+ public:
+  // `kv` must have the geometry model.kv_geometry() gives for it, and outlive the executor.
+  SharedKvExecutor(Model& model, KvStorage& kv);
+
+  const ModelConfig& config() const override { return model_.config(); }
+  size_t kv_bytes_per_block() const override { return 0; }
+  const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) override;
+  const float* hidden() const override { return hidden_.data(); }
+
+ private:
+  Model& model_;
+  KvStorage& kv_;
+  std::vector<float> logits_;  // [n_outputs, n_vocab]
+  std::vector<float> hidden_;  // [n_hidden_outputs, n_embd]
+};
+
 }  // namespace strata

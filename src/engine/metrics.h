@@ -106,6 +106,9 @@ struct EngineMetrics {
   Counter spec_num_draft_tokens{"strata:spec_decode_num_draft_tokens_total", "Speculative tokens proposed."};
   Counter spec_num_accepted_tokens{"strata:spec_decode_num_accepted_tokens_total",
                                    "Speculative tokens accepted."};
+  Counter spec_draft_catch_up_tokens{"strata:spec_decode_draft_catch_up_tokens_total",
+                                     "Tokens a model drafter with its own KV fed to catch up with a "
+                                     "sequence it had not drafted for."};
   // Where step time goes: the target's forward pass; the rest before it (planning, scheduling,
   // drafting); the whole step (the remainder is output processing).
   Counter forward_seconds{"strata:model_forward_seconds_total",

@@ -1,3 +1,4 @@
+#include "core/check.h"
 #include "engine/executor.h"
 
 namespace strata {
@@ -9,6 +10,17 @@ const float* ModelExecutor::execute(const std::vector<BlockCopy>& copies, const 
   for (const BlockCopy& c : copies)
     for (int32_t il = 0; il < kv_.geometry().n_layer; ++il)
       model_.backend().copy_kv_block(kv_.layer(il), c.src, c.dst);
+  logits_.resize(static_cast<size_t>(batch.n_outputs() * model_.config().n_vocab));
+  hidden_.resize(static_cast<size_t>(batch.n_hidden_outputs() * model_.config().n_embd));
+  if (batch.n_tokens() > 0)
+    model_.forward(batch, kv_, logits_.data(), hidden_.empty() ? nullptr : hidden_.data());
+  return logits_.data();
+}
+
+SharedKvExecutor::SharedKvExecutor(Model& model, KvStorage& kv) : model_(model), kv_(kv) {}
+
+const float* SharedKvExecutor::execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) {
+  STRATA_CHECK(copies.empty(), "a shared-KV executor does not copy blocks: the owner of the storage does");
   logits_.resize(static_cast<size_t>(batch.n_outputs() * model_.config().n_vocab));
   hidden_.resize(static_cast<size_t>(batch.n_hidden_outputs() * model_.config().n_embd));
   if (batch.n_tokens() > 0)

@@ -82,6 +82,27 @@ TEST(SpecAcceptance, ADrafterThatProposesNothingStopsBeingAskedUntilTheEvidenceF
   EXPECT_GT(c[0].k, 0);
 }
 
+TEST(SpecAcceptance, AModelDrafterThatProposesNothingRestsExponentiallyLonger) {
+  SpecAcceptance a;
+  EXPECT_FALSE(a.hold());
+  // Steps held after each consecutive empty run: 2, 4, 8, 16, 32, 64, then 64 again.
+  for (int32_t expected : {2, 4, 8, 16, 32, 64, 64}) {
+    a.model_proposed(false);
+    int32_t held = 0;
+    while (a.hold()) ++held;
+    EXPECT_EQ(held, expected);
+  }
+  // A proposal ends the rest at once and starts the doubling over.
+  a.model_proposed(false);
+  EXPECT_TRUE(a.hold());
+  a.model_proposed(true);
+  EXPECT_FALSE(a.hold());
+  a.model_proposed(false);
+  int32_t held = 0;
+  while (a.hold()) ++held;
+  EXPECT_EQ(held, 2);
+}
+
 TEST(ExpectedSpeedup, MatchesTheGeometricSeries) {
   // alpha 0.5, free drafts: E[tokens](k) = 2 - 0.5^k, increasing in k.
   EXPECT_NEAR(expected_speedup(0.5, 0.0, 3), 2.0 - 0.125, 1e-12);

@@ -12,6 +12,7 @@
 
 #include "engine/spec/spec_config.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_storage.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
 
@@ -51,10 +52,17 @@ class Drafter {
     (void)partition, (void)tokens, (void)n_prompt;
   }
   // Model drafters keep their K/V in the same block ids as the target: bytes per block, the
-  // storage allocation once the pool size is known, and copy-on-write of blocks.
+  // storage allocation once the pool size is known (or the use of the target's own storage,
+  // target_kv, for a self-draft of the same shape), and copy-on-write of blocks.
   virtual size_t kv_bytes_per_block() const { return 0; }
-  virtual void allocate_kv(int32_t n_blocks) { (void)n_blocks; }
+  virtual void allocate_kv(int32_t n_blocks, KvStorage& target_kv) { (void)n_blocks, (void)target_kv; }
   virtual void copy_blocks(const std::vector<BlockCopy>& copies) { (void)copies; }
+  // Tokens of the sequence the drafter must feed before its first draft (its own K/V lags the
+  // sequence's while it does not draft; the last token is always fed and not counted).
+  virtual int64_t lag(uint64_t seq_id, const std::vector<int32_t>& tokens) const {
+    (void)seq_id, (void)tokens;
+    return 0;
+  }
   // Relative cost of drafting one token of one sequence, in units of one target decode token
   // (0 for cheap drafters): the adaptive controller weighs it against the acceptance.
   virtual double relative_cost() const { return 0.0; }

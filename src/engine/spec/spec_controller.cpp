@@ -1,6 +1,9 @@
 #include "engine/spec/spec_controller.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace strata {
 
@@ -18,6 +21,23 @@ void SpecAcceptance::relax() {
   rejected += kPull * (prior.rejected - rejected);
 }
 
+void SpecAcceptance::model_proposed(bool any) {
+  constexpr int32_t kMaxWait = 64;
+  if (any) {
+    empty_runs = 0;
+    wait = 0;
+    return;
+  }
+  empty_runs = std::min(empty_runs + 1, 6);
+  wait = std::min(kMaxWait, int32_t{1} << empty_runs);
+}
+
+bool SpecAcceptance::hold() {
+  if (wait <= 0) return false;
+  --wait;
+  return true;
+}
+
 void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {
   for (SpecCandidate& s : c) s.k = 0;
   if (!cost_ || cost_->empty()) {
@@ -27,20 +47,25 @@ void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) 
   int64_t tokens = base_tokens;
   double expected = static_cast<double>(c.size());  // every decode emits at least one token
   double seconds = cost_->seconds(tokens);
+  std::vector<uint8_t> done(c.size(), 0);
   for (;;) {
     // The draft that adds the most expected tokens next.
     int best = -1;
     double best_gain = 0.0;
     for (size_t i = 0; i < c.size(); ++i) {
-      if (c[i].k >= c[i].max_k) continue;
+      if (done[i] || c[i].k >= c[i].max_k) continue;
       const double gain = std::pow(c[i].alpha, c[i].k + 1);
       if (gain > best_gain) best_gain = gain, best = static_cast<int>(i);
     }
     if (best < 0) break;
+    SpecCandidate& b = c[static_cast<size_t>(best)];
     const double extra =
-        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + c[static_cast<size_t>(best)].draft_cost;
-    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) break;  // no longer pays
-    ++c[static_cast<size_t>(best)].k;
+        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + b.draft_cost + (b.k == 0 ? b.first_cost : 0.0);
+    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) {
+      done[static_cast<size_t>(best)] = 1;  // no longer pays for this one (its gains only shrink)
+      continue;
+    }
+    ++b.k;
     ++tokens;
     expected += best_gain;
     seconds += extra;

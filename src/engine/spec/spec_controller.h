@@ -3,7 +3,8 @@
 // Drafts are handed out one at a time to the sequence where the next one is expected to add the
 // most accepted tokens (alpha^(k+1) for its k-th draft, alpha its running acceptance rate), as
 // long as the step's expected output tokens per second still improves under the measured cost
-// of a step of that many tokens (StepCostModel) plus the drafting. A memory-bound step takes
+// of a step of that many tokens (StepCostModel) plus the drafting; a sequence whose next draft
+// does not pay is done for this step. A memory-bound step takes
 // drafts almost for free; at high concurrency the step is compute-bound, each token costs its
 // full share, and the lengths shrink to 0 by themselves.
 #pragma once
@@ -26,6 +27,16 @@ struct SpecAcceptance {
   // A step without drafting: the evidence fades toward the prior, so a sequence whose drafts
   // stopped paying is probed again after a few dozen steps (text changes character).
   void relax();
+  // A model drafter ran for this sequence: whether it proposed anything (its p_min cut-off can
+  // stop it at the first token). Each run that proposed nothing doubles the steps the sequence
+  // waits before a model drafter is asked again (2, 4, ... 64): a drafter that is never sure
+  // on this text costs one draft forward per 64 steps, not one per few steps.
+  void model_proposed(bool any);
+  // True while the sequence waits (counts the step down).
+  bool hold();
+
+  int32_t empty_runs = 0;  // consecutive model-drafter runs without a proposal
+  int32_t wait = 0;        // steps left before a model drafter may run again
 };
 
 struct SpecCandidate {
@@ -33,6 +44,9 @@ struct SpecCandidate {
   double draft_cost = 0.0;  // seconds of drafting one token
   int32_t max_k = 0;        // cap (draft_max, tokens left, context left)
   int32_t k = 0;            // chosen
+  // Seconds the first draft costs on top of draft_cost: the (amortized) catch-up of a draft
+  // model whose K/V lags the sequence because it did not draft for a while.
+  double first_cost = 0.0;
 };
 
 class SpecController {
