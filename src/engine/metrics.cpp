@@ -97,7 +97,8 @@ std::string EngineMetrics::render() const {
     g->render(out);
   for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries,
                            &prefix_cache_hits, &requests_finished, &requests_aborted, &spec_num_drafts,
-                           &spec_num_draft_tokens, &spec_num_accepted_tokens})
+                           &spec_num_draft_tokens, &spec_num_accepted_tokens, &kv_evicted_tokens,
+                           &kv_evictions_skipped})
     c->render(out);
   spec_num_accepted_per_pos.render(out);
   for (const Tier* t : {&offload_host, &offload_disk}) {

@@ -1,5 +1,7 @@
 #include "engine/executor.h"
 
+#include "core/check.h"
+
 namespace strata {
 
 ModelExecutor::ModelExecutor(Model& model, const KvGeometry& geometry, int32_t n_blocks)
@@ -14,6 +16,14 @@ const float* ModelExecutor::execute(const std::vector<BlockCopy>& copies, const 
   if (batch.n_tokens() > 0)
     model_.forward(batch, kv_, logits_.data(), hidden_.empty() ? nullptr : hidden_.data());
   return logits_.data();
+}
+
+void ModelExecutor::move_kv_tokens(const std::vector<std::vector<KvTokenMove>>& moves) {
+  STRATA_CHECK(moves.size() == static_cast<size_t>(kv_.geometry().n_layer));
+  for (int32_t il = 0; il < kv_.geometry().n_layer; ++il) {
+    const auto& m = moves[static_cast<size_t>(il)];
+    model_.backend().move_kv_tokens(kv_.layer(il), m.data(), static_cast<int64_t>(m.size()));
+  }
 }
 
 }  // namespace strata
