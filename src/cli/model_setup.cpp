@@ -90,10 +90,11 @@ void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& p) {
 }
 
 void add_kv_evict_options(CLI::App& cmd, KvEvictOptions& o) {
-  cmd.add_option("--kv-evict", o.method,
-                 "Score-based KV eviction of long prompts: none (the default) or snapkv: after the prefill, "
-                 "each layer and KV head keeps the --kv-budget prompt tokens the last --kv-evict-window prompt "
-                 "queries attend to most, and the window; the other prompt blocks are freed");
+  cmd.add_option(
+      "--kv-evict", o.method,
+      "Score-based KV eviction of long prompts: none (the default) or snapkv: after the prefill, "
+      "each layer and KV head keeps the --kv-budget prompt tokens the last --kv-evict-window prompt "
+      "queries attend to most, and the window; the other prompt blocks are freed");
   cmd.add_option("--kv-budget", o.policy.budget,
                  "With --kv-evict snapkv: prompt tokens kept per sequence besides the observation window "
                  "(prompts of at most budget + window tokens are left whole)");

@@ -56,7 +56,8 @@ void validate_kv_evict(const EngineConfig& cfg, const KvGeometry& g, const Model
   if (!ke.enabled()) return;
   if (cfg.kv_window.enabled()) STRATA_THROW("--kv-evict does not combine with --kv-window / --kv-sinks");
   if (g.v_in_k) STRATA_THROW("--kv-evict is not supported with multi-head latent attention (MLA)");
-  if (g.staged()) STRATA_THROW("--kv-evict does not work with KIVI cache types (a block is quantized as a whole)");
+  if (g.staged())
+    STRATA_THROW("--kv-evict does not work with KIVI cache types (a block is quantized as a whole)");
   for (int64_t il = 0; il < mc.n_layer; ++il)
     if (mc.window(il) > 0) STRATA_THROW("--kv-evict is not supported for models with sliding-window layers");
   for (const DraftMethodSpec& mth : cfg.spec.methods)
@@ -127,7 +128,8 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
              cfg.kv_window.window, " of every sequence");
   if (cfg.kv_evict.enabled())
     log_info("KV eviction (SnapKV): prompts longer than ", cfg.kv_evict.budget + cfg.kv_evict.window,
-             " tokens keep the ", cfg.kv_evict.budget, " best-scored tokens and the last ", cfg.kv_evict.window);
+             " tokens keep the ", cfg.kv_evict.budget, " best-scored tokens and the last ",
+             cfg.kv_evict.window);
   if (cfg.spec.enabled()) {
     std::string chain;
     for (const auto& mth : cfg.spec.methods) chain += (chain.empty() ? "" : ",") + mth.name();
@@ -236,7 +238,8 @@ void EngineCore::add_request(std::unique_ptr<RequestState> r) {
   auto seq = make_sequence(*r, 0);
   seq->tokens = r->params.prompt;
   seq->n_prompt = static_cast<int64_t>(seq->tokens.size());
-  if (const int64_t at = r->params.kv_evict_at < 0 ? seq->n_prompt : std::min(r->params.kv_evict_at, seq->n_prompt);
+  if (const int64_t at =
+          r->params.kv_evict_at < 0 ? seq->n_prompt : std::min(r->params.kv_evict_at, seq->n_prompt);
       config_.kv_evict.applies(at) && r->params.pooling == Pooling::None)
     seq->evict_at = at;
   scheduler_->add_waiting(seq.get());
@@ -325,10 +328,9 @@ void EngineCore::fill_stats(EngineStats& st) const {
   for (Sequence* s : scheduler_->running()) {
     const int64_t dropped = static_cast<int64_t>(s->kv.n_dropped) * kv_->block_size();
     allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size() - dropped;
-    filled +=
-        std::min<int64_t>(s->n_computed - s->kv.pos_offset,
-                          static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) -
-        dropped;
+    filled += std::min<int64_t>(s->n_computed - s->kv.pos_offset,
+                                static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) -
+              dropped;
   }
   st.running = static_cast<int32_t>(scheduler_->n_running());
   st.waiting = static_cast<int32_t>(scheduler_->n_waiting());

@@ -33,7 +33,8 @@ void EngineCore::evict(Sequence& s) {
   const int32_t bs = kv_->block_size();
   std::vector<float> scores = std::move(s.evict_scores);
   s.evict_scores = {};
-  STRATA_CHECK(n_prefix > ep.budget && scores.size() == static_cast<size_t>(c.n_layer * c.n_head_kv * s.evict_at));
+  STRATA_CHECK(n_prefix > ep.budget &&
+               scores.size() == static_cast<size_t>(c.n_layer * c.n_head_kv * s.evict_at));
   KvCompaction plan;
   if (!kv_->plan_compaction(s.kv, n_keep, plan)) {
     metrics_.kv_evictions_skipped.add(1);
@@ -49,8 +50,7 @@ void EngineCore::evict(Sequence& s) {
     auto& m = moves[static_cast<size_t>(il)];
     for (int32_t g = 0; g < c.n_head_kv; ++g) {
       const float* sc = scores.data() + (il * c.n_head_kv + g) * s.evict_at;
-      const std::vector<int32_t> kept =
-          snapkv_select(sc, static_cast<int32_t>(n_prefix), ep.budget, ep.pool);
+      const std::vector<int32_t> kept = snapkv_select(sc, static_cast<int32_t>(n_prefix), ep.budget, ep.pool);
       for (size_t d = 0; d < kept.size(); ++d)
         m.push_back({slot(s.kv.blocks, kept[d]), slot(plan.blocks, static_cast<int64_t>(d)), g});
     }

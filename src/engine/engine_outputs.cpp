@@ -46,7 +46,8 @@ void EngineCore::execute(ScheduleOutput& so) {
       // An embedding request wants hidden rows only: no logits, so no output projection.
       const bool hidden = s.pool && s.pool->wants(pos);
       const bool logits = !s.pool && (last || wants_prompt_row(s, pos));
-      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos - off), seq_index, logits, hidden);
+      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos - off), seq_index, logits,
+                 hidden);
       batch_.rope_pos.push_back(static_cast<int32_t>(pos));
       rows += logits;
       hidden_rows += hidden;
@@ -92,9 +93,10 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
     deliver_prompt_logits(s, c, first_row);
     if (s.pool) pool_hidden_rows(s, n_real, chunk_first_hidden_[ci]);
     s.n_computed += n_real;
-    if (s.evict_at > 0 && s.kv.pos_offset == 0 && s.n_computed == s.evict_at && s.n_computed - n_real < s.evict_at &&
-        s.status != SequenceStatus::Finished) {
-      kv_->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);  // the full prompt blocks stay cached
+    if (s.evict_at > 0 && s.kv.pos_offset == 0 && s.n_computed == s.evict_at &&
+        s.n_computed - n_real < s.evict_at && s.status != SequenceStatus::Finished) {
+      kv_->publish(s.kv, s.tokens, s.n_computed,
+                   s.request->prefix_root);  // the full prompt blocks stay cached
       evict(s);
     }
     metrics_.prompt_tokens.add(static_cast<double>(

@@ -1,6 +1,5 @@
-#include "engine/executor.h"
-
 #include "core/check.h"
+#include "engine/executor.h"
 
 namespace strata {
 

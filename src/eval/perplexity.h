@@ -48,6 +48,7 @@ struct PerplexityResult {
 // cache of kv_type.
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
                                      const KvCacheType& kv_type = {}, const ProgressFn& progress = {},
-                                     const KvWindowPolicy& kv_window = {}, const KvEvictPolicy& kv_evict = {});
+                                     const KvWindowPolicy& kv_window = {},
+                                     const KvEvictPolicy& kv_evict = {});
 
 }  // namespace strata::eval

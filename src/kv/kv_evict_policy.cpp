@@ -25,7 +25,8 @@ std::vector<int32_t> snapkv_select(const float* scores, int32_t n_prefix, int32_
   std::vector<float> pooled(static_cast<size_t>(n_prefix));
   for (int32_t j = 0; j < n_prefix; ++j) {
     float m = scores[j];
-    for (int32_t d = std::max(0, j - half); d <= std::min(n_prefix - 1, j + half); ++d) m = std::max(m, scores[d]);
+    for (int32_t d = std::max(0, j - half); d <= std::min(n_prefix - 1, j + half); ++d)
+      m = std::max(m, scores[d]);
     pooled[static_cast<size_t>(j)] = std::isnan(m) ? -INFINITY : m;  // NaN would break the ordering
   }
   auto better = [&](int32_t a, int32_t b) {

@@ -22,16 +22,18 @@
 namespace strata {
 
 struct KvEvictPolicy {
-  int32_t budget = 0;    // prompt tokens kept before the observation window; 0: eviction off
-  int32_t window = 32;   // observation window: the last prompt queries, always kept
-  int32_t pool = 7;      // max-pool kernel over the scores (odd; 1: none)
+  int32_t budget = 0;   // prompt tokens kept before the observation window; 0: eviction off
+  int32_t window = 32;  // observation window: the last prompt queries, always kept
+  int32_t pool = 7;     // max-pool kernel over the scores (odd; 1: none)
 
   bool enabled() const { return budget > 0; }
   bool operator==(const KvEvictPolicy&) const = default;
   // Throws strata::Error for values out of range (flag names in the messages).
   void validate() const;
   // Whether a prompt of n_prompt tokens is long enough to evict anything.
-  bool applies(int64_t n_prompt) const { return enabled() && n_prompt > static_cast<int64_t>(budget) + window; }
+  bool applies(int64_t n_prompt) const {
+    return enabled() && n_prompt > static_cast<int64_t>(budget) + window;
+  }
 };
 
 // SnapKV's selection for one (layer, kv head): scores [n_prefix] (the observation window's

@@ -90,7 +90,8 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
   if (n == 0) return;
   STRATA_CHECK(batch.rope_pos.empty() || batch.rope_pos.size() == static_cast<size_t>(n));
   STRATA_CHECK(batch.score_sinks.empty() || batch.score_sinks.size() == batch.block_tables.size());
-  STRATA_CHECK(batch.score_sinks.empty() || !config_.info->mla, "KV eviction scores need grouped-query attention");
+  STRATA_CHECK(batch.score_sinks.empty() || !config_.info->mla,
+               "KV eviction scores need grouped-query attention");
   const ModelConfig& c = config_;
   if (!scratch_ || scratch_->cap < n)
     scratch_ = ForwardScratch::create(backend_, c, std::max(n, scratch_ ? scratch_->cap : 0));

@@ -184,7 +184,8 @@ TEST_P(EvictCompaction, AttentionOverTheCompactedCacheIsAttentionOverTheKeptToke
   std::vector<KvTokenMove> moves;
   for (int g = 0; g < kHeadsKv; ++g)
     for (int d = 0; d < budget; ++d) moves.push_back({slot(table, kept[g][d]), slot(table, d), g});
-  for (int d = budget; d < n_keep; ++d) moves.push_back({slot(table, n_prefix + d - budget), slot(table, d), -1});
+  for (int d = budget; d < n_keep; ++d)
+    moves.push_back({slot(table, n_prefix + d - budget), slot(table, d), -1});
   be->move_kv_tokens(cache.kv, moves.data(), int64_t(moves.size()));
 
   // The same kept rows stored straight into their compacted slots.
@@ -224,7 +225,8 @@ TEST_P(EvictCompaction, AttentionOverTheCompactedCacheIsAttentionOverTheKeptToke
       for (int d = 0; d < n_keep; ++d) {
         double dot = 0;
         for (int e = 0; e < kHd; ++e)
-          dot += double(q[(size_t(i) * kHeads + h) * kHd + e]) * k[(size_t(kept[g][d]) * kHeadsKv + g) * kHd + e];
+          dot += double(q[(size_t(i) * kHeads + h) * kHd + e]) *
+                 k[(size_t(kept[g][d]) * kHeadsKv + g) * kHd + e];
         s[d] = dot / std::sqrt(double(kHd));
       }
       const double mx = *std::max_element(s.begin(), s.end());
@@ -239,11 +241,12 @@ TEST_P(EvictCompaction, AttentionOverTheCompactedCacheIsAttentionOverTheKeptToke
   EXPECT_LE(max_err, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, EvictCompaction,
-                         ::testing::Values(MoveCase{KvType::F32, KvType::F32}, MoveCase{KvType::F16, KvType::F16},
-                                           MoveCase{KvType::BF16, KvType::F16}, MoveCase{KvType::Q8_0, KvType::Q8_0},
-                                           MoveCase{KvType::Q4_0, KvType::Q4_1}, MoveCase{KvType::Q5_0, KvType::Q5_1},
-                                           MoveCase{KvType::IQ4_NL, KvType::IQ4_NL}));
+INSTANTIATE_TEST_SUITE_P(
+    Types, EvictCompaction,
+    ::testing::Values(MoveCase{KvType::F32, KvType::F32}, MoveCase{KvType::F16, KvType::F16},
+                      MoveCase{KvType::BF16, KvType::F16}, MoveCase{KvType::Q8_0, KvType::Q8_0},
+                      MoveCase{KvType::Q4_0, KvType::Q4_1}, MoveCase{KvType::Q5_0, KvType::Q5_1},
+                      MoveCase{KvType::IQ4_NL, KvType::IQ4_NL}));
 
 TEST(EvictKernels, KiviCachesAreRefused) {
   auto be = make_cpu_backend(1);

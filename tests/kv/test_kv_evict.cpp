@@ -105,7 +105,7 @@ TEST(KvCompaction, BlockAccountingUnderRandomizedCompactions) {
     SequenceKv& s = seqs[i];
     const int op = int(gen() % 10);
     if (s.blocks.empty()) {  // a new prompt: a common prefix (shared through the cache) + own tokens
-      kv.free(s);  // resets what a truncation to nothing left (pos_offset)
+      kv.free(s);            // resets what a truncation to nothing left (pos_offset)
       const int n = 8 + int(gen() % 40);
       toks[i].assign(n, 0);
       for (int t = 0; t < n; ++t) toks[i][t] = t < 12 ? t : int(gen() % 50);

@@ -9,10 +9,10 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/attention.h"
-#include "backend/cpu/kv_token_ops.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/kv_codec.h"
 #include "backend/cpu/kv_store.h"
+#include "backend/cpu/kv_token_ops.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matrix_stack.h"
 #include "backend/cpu/moe_routing.h"
@@ -398,7 +398,8 @@ void CpuBackend::attention_scores(const float* q, const KvLayerView& kv, const A
   for (int64_t t = 0; t < batch.n_tokens; ++t) {
     const AttentionScoreSink& sk = sinks[static_cast<size_t>(batch.seq[t])];
     if (!sk.acc || batch.pos[t] < sk.first_pos || batch.pos[t] >= sk.end_pos) continue;
-    if (!runs.empty() && runs.back().first + runs.back().n == t && batch.seq[runs.back().first] == batch.seq[t])
+    if (!runs.empty() && runs.back().first + runs.back().n == t &&
+        batch.seq[runs.back().first] == batch.seq[t])
       ++runs.back().n;
     else
       runs.push_back({t, 1});

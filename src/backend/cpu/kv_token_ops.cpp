@@ -31,8 +31,8 @@ void move_in_tile(const KvTileLayout& l, const uint8_t* src, int32_t t, uint8_t*
       const bool q8 = l.type == KvType::Q8_0;
       const int32_t n_groups = l.padded_dim / 32, subgroups = q8 ? 8 : 4;
       for (int32_t g = 0; g < n_groups; ++g) {
-        std::memmove(dst + kv_interleaved_scale(l.block_size, g, u), src + kv_interleaved_scale(l.block_size, g, t),
-                     2);
+        std::memmove(dst + kv_interleaved_scale(l.block_size, g, u),
+                     src + kv_interleaved_scale(l.block_size, g, t), 2);
         for (int32_t c = 0; c < subgroups; ++c)
           std::memmove(dst + kv_interleaved_quants(n_groups, l.block_size, g, c, u, q8),
                        src + kv_interleaved_quants(n_groups, l.block_size, g, c, t, q8), 4);
@@ -51,7 +51,8 @@ bool kv_tokens_addressable(const KvLayerView& kv) {
   return kv.staging == nullptr && !kv_type_is_kivi(kv.k_type) && (kv.v_in_k || !kv_type_is_kivi(kv.v_type));
 }
 
-void load_key(const KvLayerView& kv, const KvCodecKernels& codec, int64_t block, int32_t g, int32_t t, float* y) {
+void load_key(const KvLayerView& kv, const KvCodecKernels& codec, int64_t block, int32_t g, int32_t t,
+              float* y) {
   const KvTileLayout l = kv.k_layout();
   const uint8_t* p = tile(kv.k, l, kv, block, g);
   switch (l.order) {
@@ -91,7 +92,8 @@ void attention_scores_head(const ScoreJob& job, const KvLayerView& kv, const KvC
   STRATA_CHECK(max_pos < job.n_keys, "an observation query beyond the scored keys");
   std::vector<float> keys(static_cast<size_t>(max_pos + 1) * stride);  // [max_pos + 1][padded_dim]
   for (int32_t j = 0; j <= max_pos; ++j)
-    load_key(kv, codec, job.block_table[j / bs], job.kv_head, j % bs, keys.data() + static_cast<size_t>(j) * stride);
+    load_key(kv, codec, job.block_table[j / bs], job.kv_head, j % bs,
+             keys.data() + static_cast<size_t>(j) * stride);
   std::vector<float> qh(static_cast<size_t>(hd)), logit(static_cast<size_t>(max_pos + 1));
   for (int32_t i = 0; i < job.n_q; ++i) {
     const int32_t n = job.pos[i] + 1;
@@ -111,7 +113,8 @@ void attention_scores_head(const ScoreJob& job, const KvLayerView& kv, const KvC
       double sum = job.sinks ? std::exp(static_cast<double>(job.sinks[h] - mx)) : 0.0;
       for (int32_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(logit[j] - mx));
       const double inv = 1.0 / sum;
-      for (int32_t j = 0; j < n; ++j) job.acc[j] += static_cast<float>(std::exp(static_cast<double>(logit[j] - mx)) * inv);
+      for (int32_t j = 0; j < n; ++j)
+        job.acc[j] += static_cast<float>(std::exp(static_cast<double>(logit[j] - mx)) * inv);
     }
   }
 }

@@ -16,7 +16,8 @@ bool kv_tokens_addressable(const KvLayerView& kv);
 
 // Key of token t in block `block`, kv head g -> y: [padded_dim] f32, as stored (rotated when
 // kv.rotate_k).
-void load_key(const KvLayerView& kv, const KvCodecKernels& codec, int64_t block, int32_t g, int32_t t, float* y);
+void load_key(const KvLayerView& kv, const KvCodecKernels& codec, int64_t block, int32_t g, int32_t t,
+              float* y);
 
 // K and V of kv head g: slot src -> slot dst (the bytes as stored, nothing re-quantized).
 void move_token(const KvLayerView& kv, int32_t g, int64_t src, int64_t dst);
