@@ -60,6 +60,7 @@ void print_result(const eval::PerplexityResult& r, bool json) {
 
 void run(const PerplexityOptions& o) {
   const KvCacheType kv_type = o.model.kv.resolve();
+  const KvEvictPolicy kv_evict = o.kv_evict.resolve();
   const std::string text = read_text_file(o.text_file);
   LoadedModel lm = load_model(o.model);
   Model& model = *lm.model;
@@ -79,7 +80,7 @@ void run(const PerplexityOptions& o) {
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "perplexity");
   const eval::PerplexityResult r = eval::evaluate_perplexity(
       model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); }, o.kv_window,
-      o.kv_evict.resolve());
+      kv_evict);
   meter.finish();
   print_result(r, o.json);
 }
