@@ -196,6 +196,23 @@ struct AttentionParams {
   const float* q_sink = nullptr;  // [n_tokens, n_head, head_dim], or null when n_sink_tokens is 0
 };
 
+// Score-based KV eviction (kv/kv_evict_policy.h): where one sequence of a batch accumulates the
+// attention its observation queries give each cached key. Only queries at positions
+// [first_pos, end_pos) count; acc[g * n_keys + j] += the softmax probability of key j (cache
+// position j <= the query's position), summed over the query heads that read kv head g.
+struct AttentionScoreSink {
+  float* acc = nullptr;  // [n_head_kv, n_keys] of one layer, or null: this sequence is not scored
+  int32_t n_keys = 0;
+  int32_t first_pos = 0, end_pos = 0;
+};
+
+// One token's K and V (every kv head) moved from slot src to slot dst of a layer's cache, or of
+// kv head `head` only (>= 0): the compaction after an eviction.
+struct KvTokenMove {
+  int64_t src = 0, dst = 0;  // slots: block * block_size + offset
+  int32_t head = -1;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -278,6 +295,22 @@ class Backend {
                         const AttentionBatch& batch) = 0;
   // Copies block `src` of the layer's K and V to block `dst` (copy-on-write of a shared block).
   virtual void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) = 0;
+  // Eviction scores: for each token of the batch whose sequence has a sink (sinks[batch.seq[t]]),
+  // adds its attention probabilities over its sequence's cached keys (as attention computes
+  // them: scale, soft-cap and learned sinks; no window) to the sink. An extra pass over the
+  // observation queries only, so attention itself stays the fused kernel. The default throws.
+  virtual void attention_scores(const float* q /* [n_tokens, n_head, head_dim] */, const KvLayerView& kv,
+                                const AttentionBatch& batch, const AttentionParams& p,
+                                const std::vector<AttentionScoreSink>& sinks /* [n_seqs] */) {
+    (void)q, (void)kv, (void)batch, (void)p, (void)sinks;
+    STRATA_THROW("backend ", name(), " has no KV eviction kernels");
+  }
+  // Executes the moves in order (a move may overwrite a slot an earlier move read). The default
+  // throws.
+  virtual void move_kv_tokens(const KvLayerView& kv, const KvTokenMove* moves, int64_t n) {
+    (void)kv, (void)moves, (void)n;
+    STRATA_THROW("backend ", name(), " has no KV eviction kernels");
+  }
   // Causal attention of every token over its own sequence's cached keys/values (positions
   // <= its own, within the sliding window), tiled with an online softmax. Query head h reads
   // kv head h / (n_head / n_head_kv).

@@ -32,6 +32,7 @@ struct KldOptions {
   std::string base_kv_type = "f16";
   bool json = false;
   KvWindowPolicy kv_window;  // of the judged model
+  KvEvictOptions kv_evict;   // of the judged model
   // Which of the window options were given on the command line.
   bool ctx_set = false, stride_set = false, chunks_set = false;
 };
@@ -139,7 +140,8 @@ void run_saved(const KldOptions& o, Backend& backend) {
   log_info("loaded ", o.model.model, ": ", model->config().summary());
   check_saved_run(o, reader, *model);
   eval::FileBaseSource source(reader);
-  eval::WindowRunner runner(*model, reader.plan().n_ctx, o.model.kv.resolve(), o.kv_window);
+  eval::WindowRunner runner(*model, reader.plan().n_ctx, o.model.kv.resolve(), o.kv_window,
+                            o.kv_evict.resolve());
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
   const eval::KldResult r =
       eval::evaluate_kld(source, &runner, reader.header().tokens, reader.plan(), reader.header().bos, nullptr,
@@ -182,7 +184,8 @@ void run_live(const KldOptions& o, Backend& backend) {
   eval::ModelBaseSource source(*base, plan.n_ctx, KvCacheType{base_kv, base_kv, true});
   std::unique_ptr<eval::WindowRunner> runner;
   if (model)
-    runner = std::make_unique<eval::WindowRunner>(*model, plan.n_ctx, o.model.kv.resolve(), o.kv_window);
+    runner = std::make_unique<eval::WindowRunner>(*model, plan.n_ctx, o.model.kv.resolve(), o.kv_window,
+                                                  o.kv_evict.resolve());
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "kld");
   const eval::KldResult r =
       eval::evaluate_kld(source, runner.get(), tokens, plan, eval::window_bos(tok), writer.get(),
@@ -216,6 +219,7 @@ void setup(CLI::App& cmd) {
       ->each([o](const std::string&) { o->chunks_set = true; });
   add_kv_options(cmd, o->model.kv);  // the judged model's cache
   add_kv_window_options(cmd, o->kv_window);
+  add_kv_evict_options(cmd, o->kv_evict);
   cmd.add_option("--base-kv-type", o->base_kv_type,
                  "KV cache element type of the base (K and V): f16 (default)");
   cmd.add_flag("--json", o->json,

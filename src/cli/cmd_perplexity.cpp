@@ -24,6 +24,7 @@ struct PerplexityOptions {
   int64_t chunks = 0;
   bool json = false;
   KvWindowPolicy kv_window;
+  KvEvictOptions kv_evict;
 };
 
 void print_result(const eval::PerplexityResult& r, bool json) {
@@ -59,6 +60,7 @@ void print_result(const eval::PerplexityResult& r, bool json) {
 
 void run(const PerplexityOptions& o) {
   const KvCacheType kv_type = o.model.kv.resolve();
+  const KvEvictPolicy kv_evict = o.kv_evict.resolve();
   const std::string text = read_text_file(o.text_file);
   LoadedModel lm = load_model(o.model);
   Model& model = *lm.model;
@@ -77,7 +79,8 @@ void run(const PerplexityOptions& o) {
            ", stride ", plan.stride, ", ", plan.n_scored(), " tokens scored");
   eval::ProgressMeter meter(eval::stderr_is_terminal(), "perplexity");
   const eval::PerplexityResult r = eval::evaluate_perplexity(
-      model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); }, o.kv_window);
+      model, tokens, plan, kv_type, [&](const eval::EvalProgress& p) { meter.update(p); }, o.kv_window,
+      kv_evict);
   meter.finish();
   print_result(r, o.json);
 }
@@ -97,6 +100,7 @@ void setup(CLI::App& cmd) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   add_kv_options(cmd, o->model.kv);
   add_kv_window_options(cmd, o->kv_window);
+  add_kv_evict_options(cmd, o->kv_evict);
   cmd.add_flag("--json", o->json, "Print one JSON object {ppl, ppl_stderr, n_tokens, ...}");
   cmd.callback([o] { run(*o); });
 }

@@ -26,6 +26,7 @@ struct RunOptions {
   uint64_t seed = 0;
   bool seed_set = false;
   KvWindowPolicy kv_window;
+  KvEvictOptions kv_evict;
 };
 
 void run(RunOptions& o) {
@@ -55,6 +56,7 @@ void run(RunOptions& o) {
   ec.spec = spec_config(o.spec);
   ec.kv_type = o.model.kv.resolve();
   ec.kv_window = o.kv_window;
+  ec.kv_evict = o.kv_evict.resolve();
   // KV for what this run can hold, not the whole context (a 128k-context model would not fit).
   ec.kv_cache_tokens =
       std::min<int64_t>(n_ctx, static_cast<int64_t>(prompt.size()) + n_gen + ec.spec.draft_max + 1);
@@ -90,6 +92,10 @@ void run(RunOptions& o) {
   log_info("generation: ", generated, " tokens in ", (prompt_s + gen_s) * 1e3,
            " ms; after the first: ", generated - n_first, " tokens in ", gen_s * 1e3, " ms (",
            gen_s > 0 ? static_cast<double>(generated - n_first) / gen_s : 0.0, " tokens/s)");
+  if (ec.kv_evict.enabled()) {
+    const EngineStats st = engine.stats();
+    log_info("KV eviction: ", st.kv_evicted_tokens, " prompt tokens given back");
+  }
   if (out.usage.draft_tokens > 0)
     log_info("speculative: ", out.usage.accepted_draft_tokens, " of ", out.usage.draft_tokens,
              " drafted tokens accepted (",
@@ -107,6 +113,7 @@ void setup(CLI::App& cmd) {
   add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   add_kv_window_options(cmd, o->kv_window);
+  add_kv_evict_options(cmd, o->kv_evict);
   auto* p = cmd.add_option("-p,--prompt", o->prompt, "Prompt text ('' = BOS only)");
   auto* f = cmd.add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   p->excludes(f);

@@ -31,6 +31,7 @@ struct ServeOptions {
   std::string kv_cache_mem;  // SIZE, e.g. 2GiB
   double kv_cache_fraction = 0.0;
   EngineConfig engine;
+  KvEvictOptions kv_evict;
   SpecOptions spec;
   std::string scheduler = "continuous";
   bool no_prefix_caching = false;
@@ -122,6 +123,7 @@ void configure(ServeOptions& o) {
     if (o.engine.kv_offload_disk == 0) STRATA_THROW("--kv-offload-disk must be positive");
   }
   o.engine.kv_type = o.model.kv.resolve();
+  o.engine.kv_evict = o.kv_evict.resolve();
   o.engine.static_batching = o.scheduler == "static";
   o.engine.spec = spec_config(o.spec);
   o.engine.model_name = o.http.served_model_name;
@@ -162,6 +164,7 @@ void setup(CLI::App& cmd) {
   add_w8a8_options(cmd, o->model.w8a8);
   add_kv_options(cmd, o->model.kv);
   add_kv_window_options(cmd, o->engine.kv_window);
+  add_kv_evict_options(cmd, o->kv_evict);
   cmd.add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd.add_option("--port", o->http.port, "Port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535))

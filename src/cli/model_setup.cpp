@@ -89,6 +89,36 @@ void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& p) {
       "position within the cache (default 0: a plain sliding window)");
 }
 
+void add_kv_evict_options(CLI::App& cmd, KvEvictOptions& o) {
+  cmd.add_option(
+      "--kv-evict", o.method,
+      "Score-based KV eviction of long prompts: none (the default) or snapkv: after the prefill, "
+      "each layer and KV head keeps the --kv-budget prompt tokens the last --kv-evict-window prompt "
+      "queries attend to most, and the window; the other prompt blocks are freed");
+  cmd.add_option("--kv-budget", o.policy.budget,
+                 "With --kv-evict snapkv: prompt tokens kept per sequence besides the observation window "
+                 "(prompts of at most budget + window tokens are left whole)");
+  cmd.add_option("--kv-evict-window", o.policy.window,
+                 "With --kv-evict: the observation window, the last prompt tokens whose queries score the "
+                 "others and which are always kept (default 32)");
+  cmd.add_option("--kv-evict-pool", o.policy.pool,
+                 "With --kv-evict: max-pool kernel over the scores, odd (default 7; 1: none)");
+}
+
+KvEvictPolicy KvEvictOptions::resolve() const {
+  KvEvictPolicy p = policy;
+  if (method == "none") {
+    if (p.budget != 0) STRATA_THROW("--kv-budget needs --kv-evict snapkv");
+    p.budget = 0;
+  } else if (method == "snapkv") {
+    if (p.budget < 1) STRATA_THROW("--kv-evict snapkv needs --kv-budget N (N >= 1 tokens)");
+  } else {
+    STRATA_THROW("unknown --kv-evict method '", method, "' (use none or snapkv)");
+  }
+  p.validate();
+  return p;
+}
+
 KvType parse_kv_type(const std::string& name) {
   const std::optional<KvType> t = kv_type_from_name(name);
   if (!t) STRATA_THROW("unknown KV cache type '", name, "' (use one of ", kv_type_names(), ")");

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "engine/spec/spec_config.h"
+#include "kv/kv_evict_policy.h"
 #include "kv/kv_window_policy.h"
 #include "model/model.h"
 
@@ -50,6 +51,16 @@ std::unique_ptr<Model> load_model_on(const ModelOptions& options, Backend& backe
 void add_kv_options(CLI::App& cmd, KvOptions& options);
 // --kv-sinks N --kv-window W: StreamingLLM attention sinks + window (kv/kv_window_policy.h).
 void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& policy);
+// --kv-evict snapkv --kv-budget N [--kv-evict-window W] [--kv-evict-pool K]: score-based eviction
+// of long prompts (kv/kv_evict_policy.h).
+struct KvEvictOptions {
+  std::string method = "none";  // none | snapkv
+  KvEvictPolicy policy;
+  // The policy the flags ask for; throws strata::Error for an unknown method, a budget without
+  // --kv-evict snapkv or snapkv without a budget, and values out of range.
+  KvEvictPolicy resolve() const;
+};
+void add_kv_evict_options(CLI::App& cmd, KvEvictOptions& options);
 // A KV element type by name ("f16", "q8_0", ...); throws strata::Error naming the valid ones.
 KvType parse_kv_type(const std::string& name);
 

@@ -91,6 +91,7 @@ void Engine::Impl::update_stats(EngineMetrics& m, size_t inbox_size) {
   st.prefix_queries = static_cast<int64_t>(m.prefix_cache_queries.value());
   st.prefix_hits = static_cast<int64_t>(m.prefix_cache_hits.value());
   st.preemptions = static_cast<int64_t>(m.preemptions.value());
+  st.kv_evicted_tokens = static_cast<int64_t>(m.kv_evicted_tokens.value());
   st.steps = stats.steps + 1;
   stats = st;
 }

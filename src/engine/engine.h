@@ -22,6 +22,7 @@
 #include "engine/request.h"
 #include "engine/spec/spec_config.h"
 #include "engine/token_budget.h"
+#include "kv/kv_evict_policy.h"
 #include "kv/kv_window_policy.h"
 #include "model/model.h"
 
@@ -44,6 +45,10 @@ struct EngineConfig {
   // StreamingLLM attention sinks + window (kv/kv_window_policy.h), off by default. With it on,
   // max_model_len 0 means kWindowedMaxModelLen: sequences may outgrow the training context.
   KvWindowPolicy kv_window;
+  // Score-based eviction of long prompts (SnapKV, kv/kv_evict_policy.h), off by default: after
+  // the prefill of a prompt longer than budget + window tokens, each layer and kv head keeps its
+  // budget best-scored prompt tokens and the window; the rest of the prompt's blocks go back.
+  KvEvictPolicy kv_evict;
   // Tiers below the prefix cache (kv/kv_offload.h; need prefix caching): host RAM for evicted
   // blocks, and a directory of block files that outlives the process, bounded by bytes.
   size_t kv_offload_mem = 0;                 // --kv-offload-mem
@@ -74,6 +79,7 @@ struct EngineStats {
   int64_t prefix_queries = 0;    // tokens
   int64_t prefix_hits = 0;       // tokens
   int64_t preemptions = 0;
+  int64_t kv_evicted_tokens = 0;  // score-based eviction (EngineConfig::kv_evict)
   int64_t steps = 0;
 };
 

@@ -49,6 +49,23 @@ void validate_kv_window(const EngineConfig& cfg, const KvGeometry& g) {
                    mth.name(), "): only ngram and suffix drafting");
 }
 
+// Score-based eviction: what the engine can run it with (kv_evict_policy.h).
+void validate_kv_evict(const EngineConfig& cfg, const KvGeometry& g, const ModelConfig& mc) {
+  const KvEvictPolicy& ke = cfg.kv_evict;
+  ke.validate();
+  if (!ke.enabled()) return;
+  if (cfg.kv_window.enabled()) STRATA_THROW("--kv-evict does not combine with --kv-window / --kv-sinks");
+  if (g.v_in_k) STRATA_THROW("--kv-evict is not supported with multi-head latent attention (MLA)");
+  if (g.staged())
+    STRATA_THROW("--kv-evict does not work with KIVI cache types (a block is quantized as a whole)");
+  for (int64_t il = 0; il < mc.n_layer; ++il)
+    if (mc.window(il) > 0) STRATA_THROW("--kv-evict is not supported for models with sliding-window layers");
+  for (const DraftMethodSpec& mth : cfg.spec.methods)
+    if (is_model_method(mth.method))
+      STRATA_THROW("--kv-evict does not combine with model-based speculative decoding (", mth.name(),
+                   "): only ngram and suffix drafting");
+}
+
 }  // namespace
 
 EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics)
@@ -60,6 +77,7 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   validate_spec_config(cfg.spec);
   const KvGeometry g = m.kv_geometry(cfg.kv_type, cfg.block_size);
   validate_kv_window(cfg, g);
+  validate_kv_evict(cfg, g, mc);
   build_drafters();
   // Each block holds the target's K/V and every model drafter's, under the same id.
   size_t per_block = g.bytes_per_block();
@@ -98,6 +116,7 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.static_batching = cfg.static_batching;
   sc.kv_window = cfg.kv_window;
+  sc.kv_evict_window = cfg.kv_evict.enabled() ? cfg.kv_evict.window : 0;
   setup_offload(g);
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   mask_.assign(static_cast<size_t>(mc.n_vocab), 1);
@@ -107,6 +126,10 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   if (cfg.kv_window.enabled())
     log_info("KV window: the first ", cfg.kv_window.sinks, " tokens (attention sinks) and the last ",
              cfg.kv_window.window, " of every sequence");
+  if (cfg.kv_evict.enabled())
+    log_info("KV eviction (SnapKV): prompts longer than ", cfg.kv_evict.budget + cfg.kv_evict.window,
+             " tokens keep the ", cfg.kv_evict.budget, " best-scored tokens and the last ",
+             cfg.kv_evict.window);
   // The adaptive controller's step costs are measured now, before any request waits on them.
   if (cfg.spec.enabled() && cfg.spec.adaptive) calibrate_cost_model();
   if (cfg.spec.enabled()) {
@@ -217,6 +240,10 @@ void EngineCore::add_request(std::unique_ptr<RequestState> r) {
   auto seq = make_sequence(*r, 0);
   seq->tokens = r->params.prompt;
   seq->n_prompt = static_cast<int64_t>(seq->tokens.size());
+  if (const int64_t at =
+          r->params.kv_evict_at < 0 ? seq->n_prompt : std::min(r->params.kv_evict_at, seq->n_prompt);
+      config_.kv_evict.applies(at) && r->params.pooling == Pooling::None)
+    seq->evict_at = at;
   scheduler_->add_waiting(seq.get());
   r->seqs.push_back(std::move(seq));
   const RequestId id = r->id;
@@ -303,9 +330,9 @@ void EngineCore::fill_stats(EngineStats& st) const {
   for (Sequence* s : scheduler_->running()) {
     const int64_t dropped = static_cast<int64_t>(s->kv.n_dropped) * kv_->block_size();
     allocated += static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size() - dropped;
-    filled +=
-        std::min<int64_t>(s->n_computed, static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) -
-        dropped;
+    filled += std::min<int64_t>(s->n_computed - s->kv.pos_offset,
+                                static_cast<int64_t>(s->kv.blocks.size()) * kv_->block_size()) -
+              dropped;
   }
   st.running = static_cast<int32_t>(scheduler_->n_running());
   st.waiting = static_cast<int32_t>(scheduler_->n_waiting());

@@ -61,6 +61,10 @@ class EngineCore {
   void execute(ScheduleOutput& so);
   void process_outputs(const ScheduleOutput& so);
   void publish(Sequence& s);
+  // Score-based eviction (engine_eviction.cpp): where a chunk's observation queries are scored
+  // (acc null: none), and the compaction once the scores are complete.
+  AttentionScoreSink score_sink(Sequence& s, int64_t n_real);
+  void evict(Sequence& s);
   void deliver_prompt_logits(Sequence& s, const ScheduledChunk& c, int64_t first_row);
   void pool_hidden_rows(Sequence& s, int64_t n_real, int64_t first_hidden);
   void emit(Sequence& s, const float* rows, int32_t n_draft);

@@ -27,10 +27,16 @@ void EngineCore::execute(ScheduleOutput& so) {
   chunk_first_row_.clear();
   chunk_first_hidden_.clear();
   int64_t rows = 0, hidden_rows = 0;
+  bool shifted = false, scored = false;
   for (const ScheduledChunk& c : so.chunks) {
     Sequence& s = *c.seq;
     const auto seq_index = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.push_back(&s.kv.blocks);
+    // Score-based eviction: cache positions are positions less the evicted ones.
+    const int64_t off = s.kv.pos_offset;
+    shifted |= off > 0;
+    batch_.score_sinks.push_back(score_sink(s, c.n_tokens - c.n_draft));
+    scored |= batch_.score_sinks.back().acc != nullptr;
     chunk_first_row_.push_back(rows);
     chunk_first_hidden_.push_back(hidden_rows);
     const int64_t n_real = c.n_tokens - c.n_draft;
@@ -40,17 +46,22 @@ void EngineCore::execute(ScheduleOutput& so) {
       // An embedding request wants hidden rows only: no logits, so no output projection.
       const bool hidden = s.pool && s.pool->wants(pos);
       const bool logits = !s.pool && (last || wants_prompt_row(s, pos));
-      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), seq_index, logits, hidden);
+      batch_.add(s.tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos - off), seq_index, logits,
+                 hidden);
+      batch_.rope_pos.push_back(static_cast<int32_t>(pos));
       rows += logits;
       hidden_rows += hidden;
     }
     // Drafts follow the last token; every one of their rows is verified.
     for (int32_t j = 0; j < c.n_draft; ++j) {
       const int64_t pos = static_cast<int64_t>(s.tokens.size()) + j;
-      batch_.add(s.draft[static_cast<size_t>(j)], static_cast<int32_t>(pos), seq_index, true);
+      batch_.add(s.draft[static_cast<size_t>(j)], static_cast<int32_t>(pos - off), seq_index, true);
+      batch_.rope_pos.push_back(static_cast<int32_t>(pos));
       ++rows;
     }
   }
+  if (!shifted) batch_.rope_pos.clear();  // the model rotates at `pos`
+  if (!scored) batch_.score_sinks.clear();
   const auto t0 = std::chrono::steady_clock::now();
   logits_ = target_->execute(so.copies, batch_);
   so.copies.clear();
@@ -82,6 +93,12 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
     deliver_prompt_logits(s, c, first_row);
     if (s.pool) pool_hidden_rows(s, n_real, chunk_first_hidden_[ci]);
     s.n_computed += n_real;
+    if (s.evict_at > 0 && s.kv.pos_offset == 0 && s.n_computed == s.evict_at &&
+        s.n_computed - n_real < s.evict_at && s.status != SequenceStatus::Finished) {
+      kv_->publish(s.kv, s.tokens, s.n_computed,
+                   s.request->prefix_root);  // the full prompt blocks stay cached
+      evict(s);
+    }
     metrics_.prompt_tokens.add(static_cast<double>(
         std::max<int64_t>(0, std::min(s.n_computed, s.n_prompt) - (s.n_computed - n_real))));
     if (s.n_computed != static_cast<int64_t>(s.tokens.size()) || s.status == SequenceStatus::Finished) {
@@ -266,6 +283,7 @@ void EngineCore::fork_children(Sequence& parent) {
     auto child = make_sequence(r, i);
     child->tokens = parent.tokens;
     child->n_prompt = parent.n_prompt;
+    child->evict_at = parent.evict_at;
     child->n_computed = parent.n_computed;
     kv_->fork(parent.kv, child->kv);
     scheduler_->add_running(child.get());

@@ -30,6 +30,11 @@ class Executor {
   // The final hidden states of the rows with want_hidden of the last execute, in batch order:
   // [n_hidden_outputs, n_embd] (embedding requests pool them), valid until the next call.
   virtual const float* hidden() const = 0;
+  // Score-based eviction: runs moves[il] (in order) on layer il's cache, every layer.
+  virtual void move_kv_tokens(const std::vector<std::vector<KvTokenMove>>& moves) {
+    (void)moves;
+    STRATA_THROW("this executor cannot compact its KV cache");
+  }
 };
 
 // A Model on its backend, with KV storage for n_blocks blocks.
@@ -41,6 +46,7 @@ class ModelExecutor final : public Executor {
   size_t kv_bytes_per_block() const override { return kv_.geometry().bytes_per_block(); }
   const float* execute(const std::vector<BlockCopy>& copies, const ForwardBatch& batch) override;
   const float* hidden() const override { return hidden_.data(); }
+  void move_kv_tokens(const std::vector<std::vector<KvTokenMove>>& moves) override;
 
   Model& model() { return model_; }
   const KvStorage& kv() const { return kv_; }

@@ -98,6 +98,11 @@ struct EngineMetrics {
   Counter prefix_cache_queries{"strata:prefix_cache_queries_total",
                                "Prompt tokens looked up in the prefix cache."};
   Counter prefix_cache_hits{"strata:prefix_cache_hits_total", "Prompt tokens found in the prefix cache."};
+  // Score-based eviction (kv/kv_evict_policy.h).
+  Counter kv_evicted_tokens{"strata:kv_evicted_tokens_total",
+                            "Prompt tokens given back by score-based KV eviction."};
+  Counter kv_evictions_skipped{"strata:kv_evictions_skipped_total",
+                               "Score-based evictions not done: no free blocks for the compaction."};
   Counter requests_finished{"strata:request_success_total", "Requests finished (stop or length)."};
   Counter requests_aborted{"strata:request_aborted_total", "Requests aborted or disconnected."};
   // Speculative decoding (vLLM's names).

@@ -28,4 +28,12 @@ const float* SharedKvExecutor::execute(const std::vector<BlockCopy>& copies, con
   return logits_.data();
 }
 
+void ModelExecutor::move_kv_tokens(const std::vector<std::vector<KvTokenMove>>& moves) {
+  STRATA_CHECK(moves.size() == static_cast<size_t>(kv_.geometry().n_layer));
+  for (int32_t il = 0; il < kv_.geometry().n_layer; ++il) {
+    const auto& m = moves[static_cast<size_t>(il)];
+    model_.backend().move_kv_tokens(kv_.layer(il), m.data(), static_cast<int64_t>(m.size()));
+  }
+}
+
 }  // namespace strata

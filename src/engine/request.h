@@ -37,6 +37,10 @@ struct RequestParams {
   // Logits of prompt positions >= prompt_logits_from are delivered in events (-1: none); used by
   // perplexity, kld and `strata logits`. Row j predicts prompt token j + 1.
   int64_t prompt_logits_from = -1;
+  // With EngineConfig::kv_evict: the prompt position where eviction happens (the cache is
+  // compacted once the first kv_evict_at tokens are computed; later prompt tokens run over the
+  // compacted cache, so perplexity and kld can score them). -1: the end of the prompt.
+  int64_t kv_evict_at = -1;
   // Structured output: each sequence gets its own constraint from this factory; only tokens it
   // allows are sampled (drafts are cut at the first it refuses), and the choice finishes ("stop")
   // once the match is complete and cannot go on, or when an end-of-generation token is sampled

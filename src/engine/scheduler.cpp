@@ -5,6 +5,15 @@
 #include "core/check.h"
 
 namespace strata {
+namespace {
+
+// Tokens a chunk of seq may cover: a sequence that will evict stops at its eviction point, where
+// the engine compacts its cache before anything later is computed.
+int64_t chunk_limit(const Sequence& seq) {
+  return seq.evict_pending() ? seq.evict_at - seq.n_computed : INT64_MAX;
+}
+
+}  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {
   STRATA_CHECK(config.max_batched_tokens > 0 && config.max_num_seqs > 0);
@@ -41,7 +50,7 @@ void Scheduler::preempt(Sequence* victim, ScheduleOutput& out) {
 
 // Returns false when `seq` itself had to be preempted.
 bool Scheduler::schedule_running(Sequence* seq, int64_t& budget, ScheduleOutput& out) {
-  const int64_t n_real = std::min(seq->n_uncomputed(), budget);
+  const int64_t n_real = std::min({seq->n_uncomputed(), budget, chunk_limit(*seq)});
   if (n_real <= 0) return true;
   const bool decode = seq->n_uncomputed() == 1;
   int32_t n_draft = decode ? static_cast<int32_t>(std::min<int64_t>(seq->spec_k, budget - 1)) : 0;
@@ -74,7 +83,9 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
     // Embedding requests need the hidden state of every position: they never skip any.
     if (seq->kv.blocks.empty() && seq->request->params.pooling == Pooling::None) {
       // At least the last token is always computed: its logits are needed.
-      const int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
+      // An evicting sequence computes its observation window itself: its queries are scored.
+      int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
+      if (seq->evict_pending()) limit = std::min(limit, seq->evict_at - config_.kv_evict_window);
       const int32_t hit =
           kv_.acquire_prefix(seq->kv, seq->tokens, static_cast<int32_t>(limit), seq->request->prefix_root);
       if (kv_.prefix_caching()) {
@@ -87,7 +98,7 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
                          kw.first_window_pos(hit));
       if (seq->index == 0 && seq->n_generated() == 0) seq->request->cached_prompt_tokens = hit;
     }
-    const int64_t n = std::min(seq->n_uncomputed(), std::max<int64_t>(budget, 0));
+    const int64_t n = std::min({seq->n_uncomputed(), std::max<int64_t>(budget, 0), chunk_limit(*seq)});
     if (!kv_.reserve(seq->kv, seq->n_computed + n, seq->n_computed, out.copies)) {
       kv_.free(seq->kv);  // give the prefix hits back; try again next step
       seq->n_computed = 0;

@@ -46,6 +46,12 @@ struct Sequence {
   uint64_t admitted_order = 0;  // increasing with each admission (preemption picks the max)
   std::optional<Clock::time_point> last_token_time;
   std::unique_ptr<EmbeddingPool> pool;  // embedding requests: the pooled hidden rows so far
+  // Score-based eviction (kv/kv_evict_policy.h): the cache is compacted once the first evict_at
+  // tokens are computed (0: never), from the observation window's attention scores:
+  // [n_layer, n_head_kv, evict_at], accumulated while the window is computed.
+  int64_t evict_at = 0;
+  std::vector<float> evict_scores;
+  bool evict_pending() const { return evict_at > 0 && kv.pos_offset == 0 && n_computed < evict_at; }
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   int64_t n_uncomputed() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

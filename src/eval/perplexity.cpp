@@ -19,9 +19,9 @@ int32_t window_bos(const Tokenizer& tok) {
 
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
                                      const KvCacheType& kv_type, const ProgressFn& progress,
-                                     const KvWindowPolicy& kv_window) {
+                                     const KvWindowPolicy& kv_window, const KvEvictPolicy& kv_evict) {
   const int32_t bos = window_bos(model.tokenizer());
-  WindowRunner runner(model, plan.n_ctx, kv_type, kv_window);
+  WindowRunner runner(model, plan.n_ctx, kv_type, kv_window, kv_evict);
   const int64_t n_vocab = runner.n_vocab();
   RunningStats nll;
   int64_t n_top1 = 0;

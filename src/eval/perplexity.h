@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "eval/eval_windows.h"
+#include "kv/kv_evict_policy.h"
 #include "kv/kv_window_policy.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -47,6 +48,7 @@ struct PerplexityResult {
 // cache of kv_type.
 PerplexityResult evaluate_perplexity(Model& model, const std::vector<int32_t>& text, const WindowPlan& plan,
                                      const KvCacheType& kv_type = {}, const ProgressFn& progress = {},
-                                     const KvWindowPolicy& kv_window = {});
+                                     const KvWindowPolicy& kv_window = {},
+                                     const KvEvictPolicy& kv_evict = {});
 
 }  // namespace strata::eval

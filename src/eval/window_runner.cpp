@@ -10,9 +10,10 @@ namespace strata::eval {
 
 namespace {
 
-EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type,
-                                  const KvWindowPolicy& kv_window) {
+EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type, const KvWindowPolicy& kv_window,
+                                  const KvEvictPolicy& kv_evict) {
   EngineConfig c;
+  c.kv_evict = kv_evict;
   c.kv_cache_tokens = n_ctx;
   c.kv_window = kv_window;
   if (kv_window.enabled())
@@ -28,8 +29,8 @@ EngineConfig window_engine_config(int64_t n_ctx, const KvCacheType& kv_type,
 }  // namespace
 
 WindowRunner::WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type,
-                           const KvWindowPolicy& kv_window)
-    : engine_(model, window_engine_config(n_ctx, kv_type, kv_window)),
+                           const KvWindowPolicy& kv_window, const KvEvictPolicy& kv_evict)
+    : engine_(model, window_engine_config(n_ctx, kv_type, kv_window, kv_evict)),
       n_ctx_(n_ctx),
       n_vocab_(model.config().n_vocab) {}
 
@@ -45,6 +46,7 @@ void WindowRunner::begin(const std::vector<int32_t>& tokens, const EvalWindow& w
   RequestParams p;
   p.prompt.assign(tokens.begin(), tokens.begin() + end_row_);
   p.prompt_logits_from = w.score_begin;
+  p.kv_evict_at = w.score_begin;  // with eviction on: the context before the scored rows is compacted
   p.stop.max_tokens = 0;
   p.sampling.temperature = 0.0f;
   done_ = false;

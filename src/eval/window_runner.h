@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/token_budget.h"
 #include "eval/eval_windows.h"
+#include "kv/kv_evict_policy.h"
 #include "kv/kv_window_policy.h"
 #include "model/model.h"
 
@@ -29,9 +30,11 @@ class WindowRunner {
   static constexpr int64_t kChunkRows = kDefaultMaxBatchedTokens;
 
   // kv_type: the KV cache element types (F16 by default, as llama.cpp's); kv_window: attention
-  // sinks + window (off by default; on, the KV pool holds only what the window keeps).
+  // sinks + window (off by default; on, the KV pool holds only what the window keeps); kv_evict:
+  // score-based eviction (off by default; on, each window's context before its first scored row
+  // is the evicted prompt, and the scored rows run over the compacted cache).
   WindowRunner(Model& model, int64_t n_ctx, const KvCacheType& kv_type = {},
-               const KvWindowPolicy& kv_window = {});
+               const KvWindowPolicy& kv_window = {}, const KvEvictPolicy& kv_evict = {});
 
   // Starts a window. tokens: [n_ctx] as window_tokens() returns them.
   void begin(const std::vector<int32_t>& tokens, const EvalWindow& w);

@@ -120,3 +120,12 @@ bool BlockPool::publish(BlockId block, const BlockHash& hash) {
 }
 
 }  // namespace strata
+
+namespace strata {
+
+bool BlockPool::published(BlockId block) const {
+  STRATA_CHECK(block >= 0 && block < n_total(), "block ", block, " out of range");
+  return hashes_[static_cast<size_t>(block)].has_value();
+}
+
+}  // namespace strata

@@ -48,6 +48,8 @@ class BlockPool {
   // Releases in reverse order, so a sequence's tail blocks are evicted before its head.
   void release_all(const std::vector<BlockId>& blocks);
   int32_t ref_count(BlockId block) const;
+  // Whether the block holds a published prefix (its bytes must never change).
+  bool published(BlockId block) const;
 
   // Prefix cache.
   std::optional<BlockId> find_cached(const BlockHash& hash) const;

@@ -73,6 +73,9 @@ int32_t KvCacheManager::restore_prefix(SequenceKv& seq, size_t n_full) {
 
 bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_from,
                              std::vector<BlockCopy>& copies) {
+  STRATA_CHECK(write_from >= seq.pos_offset, "writing a position eviction gave back");
+  n_total -= seq.pos_offset;
+  write_from -= seq.pos_offset;
   const int32_t need_total = blocks_for(n_total);
   const int32_t have = static_cast<int32_t>(seq.blocks.size());
   // Shared blocks among those about to be written need a private copy each.
@@ -95,7 +98,7 @@ bool KvCacheManager::reserve(SequenceKv& seq, int64_t n_total, int64_t write_fro
 
 void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens, int64_t n_computed,
                              const BlockHash& root) {
-  if (!prefix_caching_) return;
+  if (!prefix_caching_ || seq.pos_offset > 0) return;  // compacted blocks match no token chain
   STRATA_CHECK(n_computed <= static_cast<int64_t>(tokens.size()));
   extend_hashes(seq, tokens, n_computed, root);
   const size_t full = std::min(seq.blocks.size(), static_cast<size_t>(n_computed / block_size_));
@@ -106,7 +109,8 @@ void KvCacheManager::publish(SequenceKv& seq, const std::vector<int32_t>& tokens
 }
 
 void KvCacheManager::truncate(SequenceKv& seq, int64_t n_tokens) {
-  STRATA_CHECK(n_tokens >= 0);
+  STRATA_CHECK(n_tokens >= seq.pos_offset, "truncating into positions eviction gave back");
+  n_tokens -= seq.pos_offset;
   const size_t keep = static_cast<size_t>(blocks_for(n_tokens));
   STRATA_CHECK(seq.n_dropped == 0 || keep >= seq.n_head_kept + seq.n_dropped,
                "truncating into blocks the window already dropped");
@@ -140,6 +144,37 @@ void KvCacheManager::free(SequenceKv& seq) {
   seq.n_head_kept = 0;
   seq.n_dropped = 0;
   seq.n_publish_tried = 0;
+  seq.pos_offset = 0;
+}
+
+bool KvCacheManager::plan_compaction(const SequenceKv& seq, int64_t n_keep, KvCompaction& out) {
+  STRATA_CHECK(seq.n_dropped == 0, "eviction with a window");
+  const auto nb = static_cast<size_t>(blocks_for(n_keep));
+  STRATA_CHECK(n_keep >= 0 && nb <= seq.blocks.size(), "compaction cannot grow a sequence");
+  auto in_place = [&](BlockId b) { return pool_.ref_count(b) == 1 && !pool_.published(b); };
+  int32_t n_fresh = 0;
+  for (size_t j = 0; j < nb; ++j) n_fresh += in_place(seq.blocks[j]) ? 0 : 1;
+  std::vector<BlockId> fresh;
+  if (!pool_.allocate(n_fresh, fresh)) return false;
+  out.blocks.clear();
+  out.release.clear();
+  size_t next = 0;
+  for (size_t j = 0; j < seq.blocks.size(); ++j) {
+    const BlockId b = seq.blocks[j];
+    const bool keep = j < nb && in_place(b);
+    if (j < nb) out.blocks.push_back(keep ? b : fresh[next++]);
+    if (!keep) out.release.push_back(b);
+  }
+  return true;
+}
+
+void KvCacheManager::commit_compaction(SequenceKv& seq, KvCompaction&& plan, int64_t n_evicted) {
+  STRATA_CHECK(n_evicted >= 0);
+  for (size_t i = plan.release.size(); i > 0; --i) pool_.release(plan.release[i - 1]);
+  seq.blocks = std::move(plan.blocks);
+  seq.hashes.clear();
+  seq.n_publish_tried = seq.blocks.size();
+  seq.pos_offset += n_evicted;
 }
 
 void KvCacheManager::fork(const SequenceKv& parent, SequenceKv& child) {

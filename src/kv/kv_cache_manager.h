@@ -19,6 +19,18 @@ struct SequenceKv {
   size_t n_dropped = 0;
   std::vector<BlockHash> hashes;  // content hashes of the leading full blocks, in order
   size_t n_publish_tried = 0;     // leading blocks already offered to the prefix cache
+  // Score-based eviction (kv_evict_policy.h): positions given back. Every position the sequence
+  // still refers to (p >= the first kept position after the evicted ones) lives at cache slot
+  // p - pos_offset; the token counts passed to reserve and truncate are positions. An evicted
+  // sequence's blocks are private compactions, never published.
+  int64_t pos_offset = 0;
+};
+
+// A compaction planned by KvCacheManager::plan_compaction: the new block table, and the blocks
+// to give back once the token moves into it have run.
+struct KvCompaction {
+  std::vector<BlockId> blocks;
+  std::vector<BlockId> release;
 };
 
 // A block-table entry whose block was given back because no future query can attend to it.
@@ -79,6 +91,16 @@ class KvCacheManager {
   // Attention sinks: as drop_before, but the first head_blocks blocks stay (the sink tokens).
   // head_blocks must be the same at every call for a sequence.
   int32_t drop_between(SequenceKv& seq, size_t head_blocks, int64_t first_needed);
+
+  // Score-based eviction: plans keeping n_keep tokens in blocks_for(n_keep) blocks. Entry j of the
+  // new table is the sequence's old block j when only this sequence holds it and it is not
+  // published (written in place: every move reads a slot at or after the one it writes), else a
+  // fresh block. Returns false, with nothing changed, when the pool lacks the fresh blocks. The
+  // caller moves the kept tokens (at most n_keep) into the new table, then commits.
+  [[nodiscard]] bool plan_compaction(const SequenceKv& seq, int64_t n_keep, KvCompaction& out);
+  // Installs the new table, gives back the blocks no longer used (a shared or published one only
+  // loses this sequence's reference) and adds n_evicted to seq.pos_offset.
+  void commit_compaction(SequenceKv& seq, KvCompaction&& plan, int64_t n_evicted);
 
   // Gives back all the sequence's blocks (tail first, so the LRU evicts tails before heads).
   void free(SequenceKv& seq);

@@ -2,6 +2,7 @@
 // gpt-oss): projections (fused in phi3), biases, q/k RMSNorm per head or over all heads,
 // rotation, the KV cache, attention with the layer's window / soft-cap / sinks, output projection.
 #include <algorithm>
+#include <vector>
 
 #include "model/decoder_blocks.h"
 
@@ -26,6 +27,16 @@ const float* rotate_sink_queries(BlockContext& ctx, const float* q /* [n, n_head
     ctx.backend.rope(qs, s.sink_pos.data(), ctx.n, c.n_head, c.head_dim, rope);
   });
   return qs;
+}
+
+// Score-based eviction (kv/kv_evict_policy.h): this layer's share of each scored sequence's
+// accumulator gets the attention of its observation queries, in a pass of its own.
+void score_observation_queries(BlockContext& ctx, int64_t il, const float* q /* [n, n_head * head_dim] */,
+                               const KvLayerView& kv, const AttentionParams& ap) {
+  std::vector<AttentionScoreSink> layer = *ctx.score_sinks;
+  for (AttentionScoreSink& sk : layer)
+    if (sk.acc) sk.acc += il * ctx.c.n_head_kv * sk.n_keys;
+  ctx.timed(OpProfile::Attention, [&] { ctx.backend.attention_scores(q, kv, ctx.ab, ap, layer); });
 }
 
 }  // namespace
@@ -71,8 +82,9 @@ void attention_block(BlockContext& ctx, const AttentionWeights& w, int64_t il, c
   const RopeParams& rope = c.rope_for(il);
   const LayerWindow lw = layer_window(ctx.kv_window, c.window(il));
   const float* q_sink = lw.sinks > 0 ? rotate_sink_queries(ctx, q, rope, ctx.kv_window) : nullptr;
-  ctx.timed(OpProfile::Rope, [&] { be.rope(q, ctx.ab.pos, n, c.n_head, c.head_dim, rope); });
-  ctx.timed(OpProfile::Rope, [&] { be.rope(k, ctx.ab.pos, n, c.n_head_kv, c.head_dim, rope); });
+  const int32_t* rope_pos = ctx.rope_pos ? ctx.rope_pos : ctx.ab.pos;
+  ctx.timed(OpProfile::Rope, [&] { be.rope(q, rope_pos, n, c.n_head, c.head_dim, rope); });
+  ctx.timed(OpProfile::Rope, [&] { be.rope(k, rope_pos, n, c.n_head_kv, c.head_dim, rope); });
   ctx.timed(OpProfile::Attention, [&] { be.store_kv(kv, k, v, ctx.ab); });
 
   AttentionParams ap;
@@ -87,6 +99,7 @@ void attention_block(BlockContext& ctx, const AttentionWeights& w, int64_t il, c
   ap.sinks = w.sinks.empty() ? nullptr : w.sinks.data();
   float* attn = fp(s.attn);
   ctx.timed(OpProfile::Attention, [&] { be.attention(q, kv, ctx.ab, ap, attn); });
+  if (ctx.score_sinks) score_observation_queries(ctx, il, q, kv, ap);
   ctx.timed(OpProfile::Matmul, [&] { be.matmul(*w.wo, attn, out, n); });
   if (w.bo) ctx.timed(OpProfile::Elementwise, [&] { be.add_bias(out, fp(w.bo), n, c.n_embd); });
 }

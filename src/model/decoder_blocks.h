@@ -18,9 +18,12 @@ struct BlockContext {
   const ModelConfig& c;
   ForwardScratch& s;
   OpTimer& timed;
-  int64_t n;                        // tokens of the micro-batch
-  const AttentionBatch& ab;         // their positions, sequences and KV slots
-  const KvWindowPolicy& kv_window;  // attention sinks and window (kv/kv_window_policy.h)
+  int64_t n;                          // tokens of the micro-batch
+  const AttentionBatch& ab;           // their positions, sequences and KV slots
+  const KvWindowPolicy& kv_window;    // attention sinks and window (kv/kv_window_policy.h)
+  const int32_t* rope_pos = nullptr;  // [n] rotary positions (ab.pos unless eviction shifted them)
+  // Per sequence of ab, for layer il's scores at acc + il * n_head_kv * n_keys; empty: none.
+  const std::vector<AttentionScoreSink>* score_sinks = nullptr;
 };
 
 // Grouped-query attention with the architecture's biases, q/k norms, rotary set of layer il,

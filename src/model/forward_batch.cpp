@@ -29,6 +29,8 @@ void ForwardBatch::clear() {
   want_logits.clear();
   want_hidden.clear();
   block_tables.clear();
+  rope_pos.clear();
+  score_sinks.clear();
   skip_layers = nullptr;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "kv/block_pool.h"
 #include "kv/kv_window_policy.h"
 
@@ -27,6 +28,13 @@ struct ForwardBatch {
   const std::vector<uint8_t>* skip_layers = nullptr;
   // Attention sinks and window of every sequence in the batch (off by default).
   KvWindowPolicy kv_window;
+  // Score-based eviction (kv/kv_evict_policy.h): `pos` are cache positions (the slot in the
+  // block table), and the rotary position of each token is rope_pos: [n_tokens], or empty when
+  // they are the same (no sequence of the batch evicted anything).
+  std::vector<int32_t> rope_pos;
+  // Per sequence (as block_tables), or empty: where its observation queries' attention goes,
+  // [n_layer, n_head_kv, n_keys] floats (acc null: not scored).
+  std::vector<AttentionScoreSink> score_sinks;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const;

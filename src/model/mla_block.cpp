@@ -41,10 +41,10 @@ void mla_block(BlockContext& ctx, const AttentionWeights& w, const KvLayerView& 
   });
   ctx.timed(OpProfile::Rope, [&] {
     be.copy_rows(kvr + L, dh, part, R, n, R);
-    be.rope(part, ctx.ab.pos, n, 1, R, c.rope);
+    be.rope(part, ctx.rope_pos ? ctx.rope_pos : ctx.ab.pos, n, 1, R, c.rope);
     be.copy_rows(part, R, kvr + L, dh, n, R);
     be.copy_rows(q + nope, qh, part, R, n * H, R);
-    be.rope(part, ctx.ab.pos, n, H, R, c.rope);
+    be.rope(part, ctx.rope_pos ? ctx.rope_pos : ctx.ab.pos, n, H, R, c.rope);
     be.copy_rows(part, R, q_abs + L, dh, n * H, R);
   });
   // q_abs[t, h, 0:L] = k_b[h] q_nope[t, h]: the per-head matrices as a stack, one per slot.

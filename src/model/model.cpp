@@ -88,6 +88,10 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
                    kv.geometry().head_dim == config_.head_dim,
                "KV storage does not match the model");
   if (n == 0) return;
+  STRATA_CHECK(batch.rope_pos.empty() || batch.rope_pos.size() == static_cast<size_t>(n));
+  STRATA_CHECK(batch.score_sinks.empty() || batch.score_sinks.size() == batch.block_tables.size());
+  STRATA_CHECK(batch.score_sinks.empty() || !config_.info->mla,
+               "KV eviction scores need grouped-query attention");
   const ModelConfig& c = config_;
   if (!scratch_ || scratch_->cap < n)
     scratch_ = ForwardScratch::create(backend_, c, std::max(n, scratch_ ? scratch_->cap : 0));
@@ -123,7 +127,7 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
   STRATA_CHECK(!batch.skip_layers || batch.skip_layers->size() == static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (batch.skip_layers && (*batch.skip_layers)[static_cast<size_t>(il)]) continue;
-    run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab, batch.kv_window);
+    run_layer(il, n, kv.layer(static_cast<int32_t>(il)), ab, batch);
   }
 
   // Only the rows whose logits or hidden states are wanted go through the final norm; hidden
@@ -169,13 +173,15 @@ void Model::forward(const ForwardBatch& batch, const KvStorage& kv, float* logit
 // One layer: [norm] attention [post-norm] + residual, [norm] FFN or experts [post-norm] +
 // residual, each norm where the architecture has it.
 void Model::run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab,
-                      const KvWindowPolicy& kv_window) {
+                      const ForwardBatch& batch) {
   const ModelConfig& c = config_;
   const ArchInfo& arch = *c.info;
   const LayerWeights& L = layers_[static_cast<size_t>(il)];
   ForwardScratch& s = *scratch_;
   OpTimer timed(profiling_, profile_);
-  BlockContext ctx{backend_, c, s, timed, n, ab, kv_window};
+  BlockContext ctx{backend_, c, s, timed, n, ab, batch.kv_window};
+  if (!batch.rope_pos.empty()) ctx.rope_pos = batch.rope_pos.data();
+  if (!batch.score_sinks.empty()) ctx.score_sinks = &batch.score_sinks;
   float* x = fp(s.x);
   float* h = fp(s.h);
   float* o = fp(s.o);

@@ -71,7 +71,7 @@ class Model {
   Model(std::unique_ptr<ModelFile> file, Backend& backend, const ModelLoadOptions& options);
   void bind_weights();  // model_weights.cpp
   void run_layer(int64_t il, int64_t n, const KvLayerView& kv, const AttentionBatch& ab,
-                 const KvWindowPolicy& kv_window);
+                 const ForwardBatch& batch);
 
   std::unique_ptr<ModelFile> file_;
   Backend& backend_;

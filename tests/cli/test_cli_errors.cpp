@@ -51,6 +51,24 @@ void expect_clean_failure(const std::vector<std::string>& args, const std::strin
   EXPECT_NE(r.err.find(needle), std::string::npos) << cmd << "\n" << r.err;
 }
 
+TEST(CliErrors, KvEvictFlags) {
+  const std::string m = stories();
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-budget", "8"},
+                       "--kv-budget needs --kv-evict snapkv");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "snapkv"}, "needs --kv-budget");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "h2o", "--kv-budget", "8"},
+                       "unknown --kv-evict");
+  expect_clean_failure(
+      {"perplexity", "-m", m, "-f", m, "--kv-evict", "snapkv", "--kv-budget", "8", "--kv-evict-window", "0"},
+      "--kv-evict-window");
+  expect_clean_failure(
+      {"run", "-m", m, "-p", "x", "--kv-evict", "snapkv", "--kv-budget", "8", "--kv-evict-pool", "4"},
+      "--kv-evict-pool");
+  expect_clean_failure(
+      {"run", "-m", m, "-p", "x", "--kv-evict", "snapkv", "--kv-budget", "8", "--kv-window", "64"},
+      "--kv-evict does not combine with --kv-window");
+}
+
 TEST(CliErrors, MissingFile) {
   expect_clean_failure({"run", "-m", "/nonexistent/model.gguf", "-p", "x"}, "error");
 }

@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/kv_codec.h"
 #include "backend/cpu/kv_store.h"
+#include "backend/cpu/kv_token_ops.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matrix_stack.h"
 #include "backend/cpu/moe_routing.h"
@@ -263,6 +264,9 @@ class CpuBackend final : public Backend {
   void copy_kv_block(const KvLayerView& kv, int32_t src, int32_t dst) override;
   void attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch, const AttentionParams& p,
                  float* out) override;
+  void attention_scores(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
+                        const AttentionParams& p, const std::vector<AttentionScoreSink>& sinks) override;
+  void move_kv_tokens(const KvLayerView& kv, const KvTokenMove* moves, int64_t n) override;
 
  private:
   template <typename F>
@@ -374,6 +378,74 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
   }
   pool_.parallel_for(n_items, 1, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) run_item(i);
+  });
+}
+
+void CpuBackend::attention_scores(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
+                                  const AttentionParams& p, const std::vector<AttentionScoreSink>& sinks) {
+  STRATA_CHECK(cpu::kv_tokens_addressable(kv), "KV eviction needs a K and V type other than KIVI");
+  STRATA_CHECK(p.head_dim == kv.head_dim && p.n_head_kv == kv.n_head_kv && p.n_head % p.n_head_kv == 0);
+  STRATA_CHECK(p.sliding_window == 0 && p.n_sink_tokens == 0, "KV eviction scores need full attention");
+  STRATA_CHECK(sinks.size() == batch.block_tables.size());
+  const int32_t group = p.n_head / p.n_head_kv;
+  const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
+  // One job per (scored sequence, kv head): its observation queries are consecutive batch rows.
+  struct Run {
+    int64_t first;
+    int32_t n;
+  };
+  std::vector<Run> runs;
+  for (int64_t t = 0; t < batch.n_tokens; ++t) {
+    const AttentionScoreSink& sk = sinks[static_cast<size_t>(batch.seq[t])];
+    if (!sk.acc || batch.pos[t] < sk.first_pos || batch.pos[t] >= sk.end_pos) continue;
+    if (!runs.empty() && runs.back().first + runs.back().n == t &&
+        batch.seq[runs.back().first] == batch.seq[t])
+      ++runs.back().n;
+    else
+      runs.push_back({t, 1});
+  }
+  const cpu::KvCodecKernels& codec = cpu::kv_codec_kernels();
+  const int64_t n_items = static_cast<int64_t>(runs.size()) * p.n_head_kv;
+  if (n_items == 0) return;
+  pool_.parallel_for(n_items, 1, [&](int64_t b, int64_t e, int) {
+    for (int64_t item = b; item < e; ++item) {
+      const Run& r = runs[static_cast<size_t>(item / p.n_head_kv)];
+      const int32_t g = static_cast<int32_t>(item % p.n_head_kv), s = batch.seq[r.first];
+      const AttentionScoreSink& sk = sinks[static_cast<size_t>(s)];
+      cpu::ScoreJob job;
+      job.q = q + r.first * q_row + static_cast<int64_t>(g) * group * p.head_dim;
+      job.q_stride = q_row;
+      job.pos = batch.pos + r.first;
+      job.n_q = r.n;
+      job.group = group;
+      job.kv_head = g;
+      job.block_table = batch.block_tables[static_cast<size_t>(s)];
+      job.scale = p.scale;
+      job.softcap = p.softcap;
+      job.sinks = p.sinks ? p.sinks + static_cast<int64_t>(g) * group : nullptr;
+      job.acc = sk.acc + static_cast<int64_t>(g) * sk.n_keys;
+      job.n_keys = sk.n_keys;
+      for (int32_t i = 0; i < r.n; ++i)
+        STRATA_CHECK(job.pos[i] / kv.block_size < batch.n_blocks[static_cast<size_t>(s)],
+                     "position beyond block table");
+      cpu::attention_scores_head(job, kv, codec);
+    }
+  });
+}
+
+void CpuBackend::move_kv_tokens(const KvLayerView& kv, const KvTokenMove* moves, int64_t n) {
+  STRATA_CHECK(cpu::kv_tokens_addressable(kv), "KV eviction needs a K and V type other than KIVI");
+  const int64_t n_slots = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
+  for (int64_t i = 0; i < n; ++i)
+    STRATA_CHECK(moves[i].src >= 0 && moves[i].src < n_slots && moves[i].dst >= 0 && moves[i].dst < n_slots &&
+                     moves[i].head < kv.n_head_kv,
+                 "KV token move out of range");
+  // Heads are independent tiles: one thread per head keeps each head's moves in order.
+  pool_.parallel_for(kv.n_head_kv, 1, [&](int64_t b, int64_t e, int) {
+    for (int64_t g = b; g < e; ++g)
+      for (int64_t i = 0; i < n; ++i)
+        if (moves[i].head < 0 || moves[i].head == g)
+          cpu::move_token(kv, static_cast<int32_t>(g), moves[i].src, moves[i].dst);
   });
 }
 
