@@ -2,12 +2,13 @@
 #
 # ISA-specific files are named after their kernel set's level and compiled for it; files of the
 # other architecture are left out of the build:
-#   x86-64:  *_avx2.cpp  *_avxvnni.cpp  *_avx512.cpp
+#   x86-64:  *_avx2.cpp  *_avxvnni.cpp  *_avx512.cpp  *_amx.cpp
 #   aarch64: *_neon.cpp  *_dotprod.cpp  *_i8mm.cpp
 set(STRATA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 set(STRATA_AVXVNNI_FLAGS ${STRATA_AVX2_FLAGS} -mavxvnni)
 set(STRATA_AVX512_FLAGS ${STRATA_AVX2_FLAGS} -mavx512f -mavx512bw -mavx512vl -mavx512dq
     -mavx512vnni -mavx512bf16 -mavx512vbmi)
+set(STRATA_AMX_FLAGS ${STRATA_AVX512_FLAGS} -mamx-tile -mamx-int8)
 set(STRATA_NEON_FLAGS -march=armv8-a)
 set(STRATA_DOTPROD_FLAGS -march=armv8.2-a+dotprod)
 set(STRATA_I8MM_FLAGS -march=armv8.2-a+dotprod+i8mm)
@@ -29,7 +30,7 @@ endif()
 function(strata_isa_sources out)
   set(kept)
   foreach(src ${ARGN})
-    if(src MATCHES "_(avx2|avxvnni|avx512)\\.cpp$")
+    if(src MATCHES "_(avx2|avxvnni|avx512|amx)\\.cpp$")
       if(NOT STRATA_ARCH STREQUAL "x86_64")
         continue()
       endif()
@@ -38,7 +39,7 @@ function(strata_isa_sources out)
         continue()
       endif()
     endif()
-    foreach(isa avx2 avxvnni avx512 neon dotprod i8mm)
+    foreach(isa avx2 avxvnni avx512 amx neon dotprod i8mm)
       if(src MATCHES "_${isa}\\.cpp$")
         string(TOUPPER ${isa} ISA)
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${STRATA_${ISA}_FLAGS}")

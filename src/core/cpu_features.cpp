@@ -2,6 +2,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -21,6 +23,17 @@ uint64_t xgetbv0() {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux hands out the 8 KiB AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA, once per process); without it the first tile instruction faults.
+bool amx_permission() {
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 CpuFeatures detect() {
@@ -51,6 +64,7 @@ CpuFeatures detect() {
     f.avx512vnni = c & (1u << 11);
     f.avx512bf16 = a1 & (1u << 5);
   }
+  f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000 && amx_permission();
   return f;
 }
 #elif defined(__aarch64__)
@@ -84,6 +98,8 @@ bool supported(const CpuFeatures& f, IsaLevel level) {
       // The AVX-512 kernels use VNNI, BF16 and VBMI (Ice Lake / Zen 4 and later).
       return avx2_usable(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni &&
              f.avx512bf16 && f.avx512vbmi;
+    case IsaLevel::Amx:
+      return supported(f, IsaLevel::Avx512) && f.amx_int8;
     case IsaLevel::Neon:
       return f.neon;
     case IsaLevel::NeonDotprod:
@@ -94,13 +110,13 @@ bool supported(const CpuFeatures& f, IsaLevel level) {
   return false;
 }
 
-constexpr IsaLevel kAllLevels[] = {IsaLevel::Scalar,  IsaLevel::Avx2, IsaLevel::AvxVnni,
-                                   IsaLevel::Avx512,  IsaLevel::Neon, IsaLevel::NeonDotprod,
-                                   IsaLevel::NeonI8mm};
+constexpr IsaLevel kAllLevels[] = {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni,
+                                   IsaLevel::Avx512, IsaLevel::Amx,  IsaLevel::Neon,
+                                   IsaLevel::NeonDotprod, IsaLevel::NeonI8mm};
 
 IsaLevel best_supported() {
   // The top of each chain first.
-  for (IsaLevel top : {IsaLevel::Avx512, IsaLevel::NeonI8mm})
+  for (IsaLevel top : {IsaLevel::Amx, IsaLevel::NeonI8mm})
     if (IsaLevel l = clamp_isa(top); l != IsaLevel::Scalar) return l;
   return IsaLevel::Scalar;
 }
@@ -111,7 +127,7 @@ IsaLevel from_env(IsaLevel best) {
   const std::optional<IsaLevel> want = isa_from_name(env);
   if (!want) {
     std::fprintf(stderr,
-                 "strata: warning: STRATA_ISA=%s is not one of scalar, avx2, avxvnni, avx512, neon, dotprod, "
+                 "strata: warning: STRATA_ISA=%s is not one of scalar, avx2, avxvnni, avx512, amx, neon, dotprod, "
                  "i8mm; using %s\n",
                  env, isa_name(best).c_str());
     return best;
@@ -133,6 +149,8 @@ const CpuFeatures& cpu_features() {
 
 IsaLevel isa_fallback(IsaLevel level) {
   switch (level) {
+    case IsaLevel::Amx:
+      return IsaLevel::Avx512;
     case IsaLevel::Avx512:
       return IsaLevel::AvxVnni;
     case IsaLevel::AvxVnni:
@@ -195,6 +213,8 @@ std::string isa_name(IsaLevel level) {
       return "avxvnni";
     case IsaLevel::Avx512:
       return "avx512";
+    case IsaLevel::Amx:
+      return "amx";
     case IsaLevel::Neon:
       return "neon";
     case IsaLevel::NeonDotprod:
@@ -217,6 +237,7 @@ std::string cpu_description() {
   std::string extra;
   if (isa_supported(IsaLevel::Avx512)) extra += "avx512 ";
   if (f.avx512vnni) extra += "vnni ";
+  if (f.amx_int8) extra += "amx-int8 ";
   if (f.avx512bf16) extra += "bf16 ";
   if (f.avxvnni) extra += "avxvnni ";
   if (f.avx2) extra += "avx2 ";

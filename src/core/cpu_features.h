@@ -31,15 +31,17 @@ enum class IsaLevel {
   Avx512 = 3,
   Neon = 4,
   NeonDotprod = 5,
-  NeonI8mm = 6
+  NeonI8mm = 6,
+  Amx = 7  // AVX-512 plus AMX tiles (AMX-INT8): above Avx512 on the x86-64 chain
 };
-constexpr int kIsaLevelCount = 7;
+constexpr int kIsaLevelCount = 8;
 
 struct CpuFeatures {
   // x86-64
   bool avx2 = false, fma = false, f16c = false, bmi2 = false, avxvnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false, avx512vbmi = false;
+  bool amx_int8 = false;  // AMX-TILE + AMX-INT8 present, enabled in XCR0 and granted by the OS
   // aarch64
   bool neon = false, dotprod = false, i8mm = false;
 };
@@ -59,7 +61,7 @@ IsaLevel clamp_isa(IsaLevel level);
 std::vector<IsaLevel> supported_isa_levels();
 
 // The ISA level kernels use: the best the CPU supports, lowered by the environment variable
-// STRATA_ISA=scalar|avx2|avxvnni|avx512|neon|dotprod|i8mm (clamped as clamp_isa: never above
+// STRATA_ISA=scalar|avx2|avxvnni|avx512|amx|neon|dotprod|i8mm (clamped as clamp_isa: never above
 // what the CPU supports; an unknown name is reported on stderr and ignored) or by
 // set_isa_level().
 IsaLevel isa_level();

@@ -23,7 +23,7 @@ inline std::vector<IsaLevel> arch_isa_levels() {
 #if defined(__aarch64__)
   return {IsaLevel::Scalar, IsaLevel::Neon, IsaLevel::NeonDotprod, IsaLevel::NeonI8mm};
 #else
-  return {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512};
+  return {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512, IsaLevel::Amx};
 #endif
 }
 

@@ -177,7 +177,7 @@ TEST(MatmulIsaEnv, ForcedLevelIsHonoured) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(len, 0);
   self[len] = '\0';
-  for (const char* level : {"scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm", "bogus"}) {
+  for (const char* level : {"scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm", "bogus"}) {
     std::vector<std::string> argv = {"/usr/bin/env", std::string("STRATA_ISA=") + level};
 #ifdef STRATA_TEST_EMULATOR
     // A cross-compiled test binary runs under its emulator (tests/CMakeLists.txt).
@@ -208,6 +208,7 @@ IsaLevel expected_level(const std::string& want) {
   if (want == "avx2") return avx2 ? IsaLevel::Avx2 : IsaLevel::Scalar;
   if (want == "avxvnni") return vnni ? IsaLevel::AvxVnni : expected_level("avx2");
   if (want == "avx512") return avx512 ? IsaLevel::Avx512 : expected_level("avxvnni");
+  if (want == "amx") return avx512 && f.amx_int8 ? IsaLevel::Amx : expected_level("avx512");
   if (want == "neon") return neon ? IsaLevel::Neon : IsaLevel::Scalar;
   if (want == "dotprod") return dot ? IsaLevel::NeonDotprod : expected_level("neon");
   if (want == "i8mm") return i8mm ? IsaLevel::NeonI8mm : expected_level("dotprod");
@@ -215,7 +216,7 @@ IsaLevel expected_level(const std::string& want) {
 #if defined(__aarch64__)
   return expected_level("i8mm");
 #else
-  return expected_level("avx512");
+  return expected_level("amx");
 #endif
 }
 

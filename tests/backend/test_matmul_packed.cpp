@@ -217,6 +217,23 @@ INSTANTIATE_TEST_SUITE_P(Levels, PackedLevel, ::testing::ValuesIn(level_cases())
                            return std::string(type_name(info.param.type)) + "_" + isa_name(info.param.isa);
                          });
 
+// The AMX kernel does the AVX-512 kernel's float work on exact integer tile sums: every output has
+// the same bits, for every token and row count.
+TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
+  if (!isa_supported(IsaLevel::Amx)) GTEST_SKIP() << "CPU lacks amx";
+  for (int64_t nb : {1, 2, 3, 34}) {
+    const Problem p(GetParam(), nb, kPackRows, 40 + static_cast<uint32_t>(nb));
+    for (int nc = 1; nc <= kPackCols; ++nc)
+      for (int n_rows : {1, 7, kPackRows}) {
+        std::vector<float> a(kPackCols * kPackRows, -1.0f), b(kPackCols * kPackRows, -1.0f);
+        packed_kernels(IsaLevel::Avx512).gemm(p.type, p.group(0), p.nb(), p.tile(), nc, a.data(), kPackRows, n_rows);
+        packed_kernels(IsaLevel::Amx).gemm(p.type, p.group(0), p.nb(), p.tile(), nc, b.data(), kPackRows, n_rows);
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+            << nb << " blocks, " << nc << " tokens, " << n_rows << " rows";
+      }
+  }
+}
+
 // Every level resolves to a kernel set the CPU supports and the level includes.
 TEST(PackedKernels, EveryLevelResolvesToASupportedSet) {
   for (IsaLevel isa : testing::arch_isa_levels()) {

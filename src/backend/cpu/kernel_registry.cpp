@@ -32,6 +32,7 @@ struct Levels {
         return avx2;
       case IsaLevel::AvxVnni:
         return avxvnni;
+      case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
       case IsaLevel::Avx512:
         return avx512;
       case IsaLevel::Neon:

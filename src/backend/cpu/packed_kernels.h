@@ -81,13 +81,16 @@ using PackedGemmFn = void (*)(TensorType type, const uint8_t* w, int64_t nb, con
                               float* y, size_t y_stride, int n_rows);
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows);
-// AVX2 (vpmaddubsw, no VNNI), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI.
+// AVX2 (vpmaddubsw, no VNNI), AVX-VNNI (256-bit vpdpbusd), AVX-512 VNNI, AMX.
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows);
 void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                          float* y, size_t y_stride, int n_rows);
 void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows);
+// AMX-INT8 tiles (one tdpbsud per block), bit-identical to the AVX-512 level.
+void packed_gemm_amx(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                     size_t y_stride, int n_rows);
 // aarch64: NEON (smull/sadalp), DotProd (sdot by lane), I8MM (usmmla 2x8 by 8x2 tiles).
 void packed_gemm_neon(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows);

@@ -9,6 +9,7 @@ constexpr PackedKernelSet kScalar{IsaLevel::Scalar, quantize_packed_act_scalar, 
 constexpr PackedKernelSet kAvx2{IsaLevel::Avx2, quantize_packed_act_avx2, packed_gemm_avx2};
 constexpr PackedKernelSet kAvxVnni{IsaLevel::AvxVnni, quantize_packed_act_avx2, packed_gemm_avxvnni};
 constexpr PackedKernelSet kAvx512{IsaLevel::Avx512, quantize_packed_act_avx512, packed_gemm_avx512};
+constexpr PackedKernelSet kAmx{IsaLevel::Amx, quantize_packed_act_avx512, packed_gemm_amx};
 #elif defined(__aarch64__)
 constexpr PackedKernelSet kNeon{IsaLevel::Neon, quantize_packed_act_neon, packed_gemm_neon};
 constexpr PackedKernelSet kDotprod{IsaLevel::NeonDotprod, quantize_packed_act_neon, packed_gemm_dotprod};
@@ -21,6 +22,8 @@ const PackedKernelSet& packed_kernels(IsaLevel isa) {
   // Every level of this architecture has a set, so the clamped level is the answer.
   switch (clamp_isa(isa)) {
 #if defined(__x86_64__)
+    case IsaLevel::Amx:
+      return kAmx;
     case IsaLevel::Avx512:
       return kAvx512;
     case IsaLevel::AvxVnni:

@@ -29,6 +29,7 @@ constexpr W8A8KernelSet kAvx512{IsaLevel::Avx512, w8a8_gemm_avx512};
 const W8A8KernelSet& w8a8_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
 #if defined(__x86_64__)
+    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
     case IsaLevel::Avx512:
       return kAvx512;
     case IsaLevel::AvxVnni:
