@@ -27,6 +27,7 @@
 
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
+#include "backend/cpu/packed_widen_avx512.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
 
@@ -58,12 +59,6 @@ void configure_tiles(int nc) {
   configured = nc;
 }
 
-static inline __mmask64 load_mask64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return _cvtu64_mask64(v);
-}
-
 // The B operand of one block: Q8_0's packed quants as they are, the others widened into `buf`
 // ([8, 64] bytes: row k = elements 4k..4k+3 of the 16 rows, as the AVX-512 weight registers).
 template <Kind K>
@@ -71,23 +66,10 @@ static inline const uint8_t* weight_tile(const uint8_t* qs, uint8_t* buf) {
   if constexpr (K == Kind::Q8_0) {
     return qs;
   } else {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512i p = _mm512_loadu_si512(qs + 64 * k);
-      __m512i lo = _mm512_and_si512(p, m4);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-      if constexpr (K == Kind::IQ4_NL) {  // nibble -> kIq4nlValues + 128, per 128-bit lane
-        const __m512i table = _mm512_broadcast_i32x4(_mm_add_epi8(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
-        lo = _mm512_shuffle_epi8(table, lo);
-        hi = _mm512_shuffle_epi8(table, hi);
-      }
-      if constexpr (kHasQh<K>) {
-        const __m512i b16 = _mm512_set1_epi8(16);
-        lo = _mm512_mask_add_epi8(lo, load_mask64(qs + 256 + 8 * k), lo, b16);
-        hi = _mm512_mask_add_epi8(hi, load_mask64(qs + 256 + 8 * (k + 4)), hi, b16);
-      }
+      __m512i lo, hi;
+      widen_chunk<K>(qs, k, lo, hi);
       _mm512_store_si512(buf + 64 * k, lo);
       _mm512_store_si512(buf + 64 * (k + 4), hi);
     }

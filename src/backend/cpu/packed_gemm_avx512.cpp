@@ -17,6 +17,7 @@
 
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
+#include "backend/cpu/packed_widen_avx512.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
 
@@ -29,12 +30,6 @@ static inline __m512i broadcast_i32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
-}
-
-static inline __mmask64 load_mask64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return _cvtu64_mask64(v);
 }
 
 // acc[c] += w . a[c][off..off+3] for every token c of the tile.
@@ -57,23 +52,10 @@ static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uin
       dot4<NC>(acc2, _mm512_loadu_si512(qs + 64 * (k + 1)), aq, 4 * (k + 1));
     }
   } else {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512i p = _mm512_loadu_si512(qs + 64 * k);
-      __m512i lo = _mm512_and_si512(p, m4);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-      if constexpr (K == Kind::IQ4_NL) {  // nibble -> kIq4nlValues + 128, per 128-bit lane
-        const __m512i table = _mm512_broadcast_i32x4(_mm_add_epi8(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
-        lo = _mm512_shuffle_epi8(table, lo);
-        hi = _mm512_shuffle_epi8(table, hi);
-      }
-      if constexpr (kHasQh<K>) {
-        const __m512i b16 = _mm512_set1_epi8(16);
-        lo = _mm512_mask_add_epi8(lo, load_mask64(qs + 256 + 8 * k), lo, b16);
-        hi = _mm512_mask_add_epi8(hi, load_mask64(qs + 256 + 8 * (k + 4)), hi, b16);
-      }
+      __m512i lo, hi;
+      widen_chunk<K>(qs, k, lo, hi);
       dot4<NC>(acc, lo, aq, 4 * k);
       dot4<NC>(acc2, hi, aq, 16 + 4 * k);
     }
