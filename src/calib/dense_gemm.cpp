@@ -23,7 +23,7 @@ void gemm_reference(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_
 
 GemmF32 pick_f32() {
   switch (isa_level()) {
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return gemm_f32_avx512;
     case IsaLevel::AvxVnni:  // float kernels: AVX-VNNI adds nothing to AVX2
@@ -36,7 +36,7 @@ GemmF32 pick_f32() {
 
 GemmF64 pick_f64() {
   switch (isa_level()) {
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return gemm_f64_avx512;
     case IsaLevel::AvxVnni:

@@ -10,6 +10,7 @@
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/w8a8_kernels.h"
 #include "quant/blocks.h"
 #include "test_kernels_util.h"
 
@@ -226,11 +227,37 @@ TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
     for (int nc = 1; nc <= kPackCols; ++nc)
       for (int n_rows : {1, 7, kPackRows}) {
         std::vector<float> a(kPackCols * kPackRows, -1.0f), b(kPackCols * kPackRows, -1.0f);
-        packed_kernels(IsaLevel::Avx512).gemm(p.type, p.group(0), p.nb(), p.tile(), nc, a.data(), kPackRows, n_rows);
-        packed_kernels(IsaLevel::Amx).gemm(p.type, p.group(0), p.nb(), p.tile(), nc, b.data(), kPackRows, n_rows);
+        packed_kernels(IsaLevel::Avx512)
+            .gemm(p.type, p.group(0), p.nb(), p.tile(), nc, a.data(), kPackRows, n_rows);
+        packed_kernels(IsaLevel::Amx)
+            .gemm(p.type, p.group(0), p.nb(), p.tile(), nc, b.data(), kPackRows, n_rows);
         ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
             << nb << " blocks, " << nc << " tokens, " << n_rows << " rows";
       }
+  }
+}
+
+// The AMX kernels of the packed layout and of W8A8 configure the tiles differently; one thread
+// alternating between them must reload its configuration each time.
+TEST_P(Packed, AmxStaysCorrectWhenW8A8KernelsRunOnTheSameThread) {
+  if (!isa_supported(IsaLevel::Amx)) GTEST_SKIP() << "CPU lacks amx";
+  const Problem p(GetParam(), 5, kPackRows, 77);
+  std::vector<float> want(kPackCols * kPackRows), got(kPackCols * kPackRows);
+  packed_kernels(IsaLevel::Avx512)
+      .gemm(p.type, p.group(0), p.nb(), p.tile(), 3, want.data(), kPackRows, kPackRows);
+  const int64_t kp = 100;  // a K tail: the W8A8 kernel configures 8 tiles
+  std::vector<uint8_t> w8(static_cast<size_t>(kp * 16), 128);
+  std::vector<int8_t> a8(static_cast<size_t>(kp * 5), 1);
+  const std::vector<float> ws(16, 1.0f), as(5, 1.0f);
+  const std::vector<int32_t> sums(5, static_cast<int32_t>(kp));
+  const W8A8ActTile tile8{a8.data(), static_cast<size_t>(kp), sums.data(), as.data()};
+  std::vector<float> y8(5 * 16);
+  for (int round = 0; round < 3; ++round) {
+    w8a8_kernels(IsaLevel::Amx).gemm(w8.data(), kp, ws.data(), tile8, 5, y8.data(), 16, 16);
+    for (float v : y8) ASSERT_EQ(v, 0.0f);  // zero weights (128 - 128)
+    packed_kernels(IsaLevel::Amx)
+        .gemm(p.type, p.group(0), p.nb(), p.tile(), 3, got.data(), kPackRows, kPackRows);
+    ASSERT_EQ(std::memcmp(want.data(), got.data(), 3 * kPackRows * sizeof(float)), 0) << "round " << round;
   }
 }
 

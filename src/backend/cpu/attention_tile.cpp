@@ -69,7 +69,7 @@ const AttentionTileKernels& attention_tile_kernels_scalar() {
 
 const AttentionTileKernels& attention_tile_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return attention_tile_kernels_avx512();
     case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here

@@ -13,7 +13,7 @@ const OpKernels& op_kernels_scalar() {
 const OpKernels& op_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
 #if defined(__x86_64__)
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return op_kernels_avx512();
     case IsaLevel::AvxVnni:

@@ -32,7 +32,7 @@ struct Levels {
         return avx2;
       case IsaLevel::AvxVnni:
         return avxvnni;
-      case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+      case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
       case IsaLevel::Avx512:
         return avx512;
       case IsaLevel::Neon:

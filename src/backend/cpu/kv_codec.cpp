@@ -9,7 +9,7 @@ const KvCodecKernels& kv_codec_kernels_scalar() {
 
 const KvCodecKernels& kv_codec_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return kv_codec_kernels_avx512();
     case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here

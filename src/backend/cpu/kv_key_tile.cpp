@@ -43,7 +43,7 @@ const KvKeyTileKernels& kv_key_tile_kernels_scalar() {
 
 const KvKeyTileKernels& kv_key_tile_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return kv_key_tile_kernels_avx512();
     case IsaLevel::AvxVnni:  // AVX-VNNI CPUs run the AVX2 kernels here

@@ -13,9 +13,7 @@
 // AVX-512 level's. Blocks alternate between two sets of tiles so that a block's tile product runs
 // while the previous block's sums are being scaled.
 //
-// Tile configuration is per thread (ldtilecfg); each thread keeps the token count it configured
-// and reloads only when a call has a different one. cpu_features.cpp requests the tile state from
-// the OS once per process.
+// Tile configuration: amx_tiles.h.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
@@ -25,6 +23,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
 #include "backend/cpu/packed_widen_avx512.h"
@@ -37,26 +36,13 @@ namespace {
 using namespace packed;
 
 // Tiles 0/1: C, int32 [nc, 16]; 2/3: A, int8 [nc, 32]; 4/5: B, [8, 64] (two sets, by block parity).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 void configure_tiles(int nc) {
-  thread_local int configured = 0;
-  if (configured == nc) return;
-  TileConfig cfg;
+  AmxTileConfig cfg;
   for (int t = 0; t < 6; ++t) {
     cfg.rows[t] = static_cast<uint8_t>(t < 4 ? nc : 8);
     cfg.colsb[t] = static_cast<uint16_t>(t == 2 || t == 3 ? 32 : 64);
   }
-  // GCC 12 does not treat ldtilecfg as reading its operand and drops the stores above.
-  asm volatile("" : : "r"(&cfg) : "memory");
-  _tile_loadconfig(&cfg);
-  configured = nc;
+  amx_configure(cfg);
 }
 
 // The B operand of one block: Q8_0's packed quants as they are, the others widened into `buf`

@@ -23,13 +23,15 @@ constexpr W8A8KernelSet kScalar{IsaLevel::Scalar, w8a8_gemm_scalar};
 constexpr W8A8KernelSet kAvx2{IsaLevel::Avx2, w8a8_gemm_avx2};
 constexpr W8A8KernelSet kAvxVnni{IsaLevel::AvxVnni, w8a8_gemm_avxvnni};
 constexpr W8A8KernelSet kAvx512{IsaLevel::Avx512, w8a8_gemm_avx512};
+constexpr W8A8KernelSet kAmx{IsaLevel::Amx, w8a8_gemm_amx};
 #endif
 }  // namespace
 
 const W8A8KernelSet& w8a8_kernels(IsaLevel isa) {
   switch (clamp_isa(isa)) {
 #if defined(__x86_64__)
-    case IsaLevel::Amx:  // AMX tiles are used by the packed GEMM only
+    case IsaLevel::Amx:
+      return kAmx;
     case IsaLevel::Avx512:
       return kAvx512;
     case IsaLevel::AvxVnni:

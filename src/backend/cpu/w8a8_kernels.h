@@ -50,6 +50,8 @@ void w8a8_gemm_avxvnni(const uint8_t* w, int64_t kp, const float* w_scale, const
                        float* y, size_t y_stride, int n_rows);
 void w8a8_gemm_avx512(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
                       float* y, size_t y_stride, int n_rows);
+void w8a8_gemm_amx(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc, float* y,
+                   size_t y_stride, int n_rows);
 
 struct W8A8KernelSet {
   IsaLevel level;
