@@ -17,7 +17,13 @@ int64_t int8_chains_avx512(int64_t iters) {
   }
   __m512i s = acc[0];
   for (int i = 1; i < kPeakChains; ++i) s = _mm512_add_epi32(s, acc[i]);
-  return _mm512_reduce_add_epi32(s);
+  // Lanes summed as unsigned: the sums wrap (only their dependence on the loop matters), and
+  // _mm512_reduce_add_epi32 adds in signed C arithmetic, where wrapping is undefined.
+  alignas(64) uint32_t lanes[16];
+  _mm512_store_si512(lanes, s);
+  uint32_t total = 0;
+  for (uint32_t v : lanes) total += v;
+  return static_cast<int32_t>(total);
 }
 
 float f32_chains_avx512(int64_t iters) {

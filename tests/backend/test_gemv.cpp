@@ -8,6 +8,7 @@
 // batch invariance).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,11 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
         const PackLayout layout = offset == 0 ? PackLayout::Auto : PackLayout::Rows;
         std::vector<uint8_t> buf(wrow * static_cast<size_t>(n_out) + 4);
         uint8_t* w = buf.data() + offset;
-        fill_random_rows(wt, n_in, n_out, wrow, w, 7 + static_cast<uint32_t>(n_out * 5 + offset));
+        // The quantizer writes typed blocks, so it fills an aligned buffer that is then moved.
+        std::vector<uint8_t> aligned(wrow * static_cast<size_t>(n_out));
+        fill_random_rows(wt, n_in, n_out, wrow, aligned.data(),
+                         7 + static_cast<uint32_t>(n_out * 5 + offset));
+        std::memcpy(w, aligned.data(), aligned.size());
         const auto pm = pack_matrix(wt, n_in, n_out, w, layout);
         std::vector<float> y(static_cast<size_t>(n_out), -1.0f), y3(static_cast<size_t>(3 * n_out));
         matmul(pool, *pm, x.data(), y.data(), 1);
