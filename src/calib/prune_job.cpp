@@ -8,6 +8,7 @@
 
 #include "calib/overlay_model_file.h"
 #include "calib/progress.h"
+#include "calib/scale_refit.h"
 #include "calib/stats_source.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
@@ -60,8 +61,10 @@ class PruneJob {
   void open_sources();
   std::vector<std::vector<size_t>> groups() const;
   TensorType stored_type(const TensorInfo& t) const;
-  // One slice [n_out, n_in] pruned in place; returns how, counts zeros into *zeros.
-  std::string prune_slice(const TensorInfo& t, int mat, float* w, int64_t* zeros);
+  // One slice [n_out, n_in] pruned in place; returns how, counts zeros into *zeros. With `joint`
+  // (rows of that type) the slice is quantized in the same pass into joint->data: *quantized.
+  std::string prune_slice(const TensorInfo& t, int mat, float* w, int64_t* zeros, TensorType type,
+                          uint8_t* joint, bool* quantized);
   void prune_tensor(size_t index);
   void write();
 
@@ -118,7 +121,8 @@ TensorType PruneJob::stored_type(const TensorInfo& t) const {
   return TensorType::F32;
 }
 
-std::string PruneJob::prune_slice(const TensorInfo& t, int mat, float* w, int64_t* zeros) {
+std::string PruneJob::prune_slice(const TensorInfo& t, int mat, float* w, int64_t* zeros, TensorType type,
+                                  uint8_t* joint, bool* quantized) {
   const int64_t n_in = t.ne[0], n_out = t.ne[1];
   std::vector<uint8_t> mask(static_cast<size_t>(n_in * n_out));
   std::optional<InputStats> in;
@@ -127,7 +131,18 @@ std::string PruneJob::prune_slice(const TensorInfo& t, int mat, float* w, int64_
     if (in && in->n != n_in) in.reset();
   }
   std::string how;
-  if (o_.method == PruneMethod::SparseGpt && in && in->has_gram()) {
+  *quantized = false;
+  if (o_.method == PruneMethod::SparseGpt && in && in->has_gram() && joint) {
+    const std::vector<float> dense(w, w + n_in * n_out);
+    const double damp = sparsegpt_prune_quantize(type, w, n_out, n_in, in->gram.data(), o_.pattern,
+                                                 o_.sparsegpt, mask.data(), joint, &pool_);
+    how = "sparsegpt+" + std::string(type_name(type));
+    if (has_refittable_scales(type)) {  // levels fixed, so the zeros stay zeros
+      refit_block_scales(type, dense.data(), n_out, n_in, in->gram.data(), damp, joint, &pool_);
+      how += "+refit";
+    }
+    *quantized = true;
+  } else if (o_.method == PruneMethod::SparseGpt && in && in->has_gram()) {
     sparsegpt_prune(w, n_out, n_in, in->gram.data(), o_.pattern, o_.sparsegpt, mask.data(), &pool_);
     how = "sparsegpt";
   } else if (o_.method != PruneMethod::Magnitude && in) {
@@ -158,17 +173,22 @@ void PruneJob::prune_tensor(size_t index) {
   o.data.resize(out_row * static_cast<size_t>(n_out * n_mat));
   std::vector<float> w(static_cast<size_t>(n_in * n_out));  // [n_out, n_in] one slice
   std::set<std::string> hows;                               // of the slices so far
+  const bool joint = o_.type && o_.joint_quant && o_.method == PruneMethod::SparseGpt &&
+                     sparsegpt_can_quantize(rep.type) && n_in % type_traits(rep.type).block_size == 0;
   for (int64_t e = 0; e < n_mat; ++e) {
     const auto* src = static_cast<const uint8_t*>(t.data) + static_cast<size_t>(e * n_out) * in_row;
     for (int64_t r = 0; r < n_out; ++r)
       dequantize_row(t.type, src + static_cast<size_t>(r) * in_row, w.data() + r * n_in, n_in);
-    const std::string how = prune_slice(t, static_cast<int>(e), w.data(), &rep.zeros);
+    uint8_t* slice_out = o.data.data() + static_cast<size_t>(e * n_out) * out_row;
+    bool quantized = false;
+    const std::string how = prune_slice(t, static_cast<int>(e), w.data(), &rep.zeros, rep.type,
+                                        joint ? slice_out : nullptr, &quantized);
     if (hows.insert(how).second) rep.how += (rep.how.empty() ? "" : ", ") + how;  // distinct, in order
+    if (quantized) continue;
     std::optional<InputStats> in;
     if (stats_ && !is_float(rep.type)) in = stats_->input_stats(t.name, static_cast<int>(e), false);
     const float* imp = in && in->n == n_in ? in->msq.data() : nullptr;
-    quantize_rows(rep.type, w.data(), o.data.data() + static_cast<size_t>(e * n_out) * out_row, n_out, n_in,
-                  imp, &pool_);
+    quantize_rows(rep.type, w.data(), slice_out, n_out, n_in, imp, &pool_);
   }
   if (o_.type && rep.type != *o_.type)
     result_.notes.push_back(t.name + ": rows of " + std::to_string(n_in) + " do not fit " +
@@ -212,6 +232,10 @@ PruneJobResult PruneJob::run() {
     STRATA_THROW(
         "cannot quantize to ", type_name(*o_.type),
         " without an importance matrix (--imatrix FILE or --calib-file TEXT), as llama.cpp requires");
+  if (o_.type && o_.joint_quant && o_.method == PruneMethod::SparseGpt && !sparsegpt_can_quantize(*o_.type))
+    result_.notes.push_back(std::string(type_name(*o_.type)) +
+                            " blocks do not hold an exact 0: pruned, then rounded (pruned weights become "
+                            "the level nearest 0)");
   open_sources();
   const auto& ts = src_->tensors();
   out_.resize(ts.size());

@@ -31,6 +31,10 @@ struct PruneJobOptions {
   // Pruned matrices are stored as this type (rounded to nearest, imatrix-weighted when there are
   // statistics); unset: the source's type when it is F32, F16 or BF16, else F32.
   std::optional<TensorType> type;
+  // SparseGPT with `type`: prune and quantize in one pass (sparsegpt_prune_quantize, then the
+  // least-squares scale refit of calib/scale_refit.h) where the type holds an exact 0; false, or
+  // a type without an exact 0: prune, then round the kept weights.
+  bool joint_quant = true;
   // Calibrate each layer on the outputs of the layers before it, already pruned (the protocol of
   // the SparseGPT and Wanda papers; one calibration pass per layer) instead of on the dense model.
   bool sequential = false;

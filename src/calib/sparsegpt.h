@@ -16,13 +16,24 @@
 // Deviations from the reference code: exactly round(s * numel) weights per batch (its `<=`
 // threshold takes one more); a column the calibration never excited gets an identity curvature
 // (as gptq.h does) instead of being zeroed outright, so the mask is the only source of zeros.
-// Joint pruning and quantization (the paper's 3.5) is not done: `strata prune --type` prunes and
-// then rounds the kept weights.
+//
+// Joint pruning and quantization (the paper's section 3.5, sparsegpt_prune_quantize): the
+// prune-only pass above chooses the mask (adaptively, as the paper does); then the same pass runs
+// again from the original weights with that mask fixed, where a kept weight's target is its value
+// rounded to its GGUF block's grid, so rounding errors are compensated like pruning errors. Its
+// batches are whole blocks. A block's parameters (scales) are chosen by the type's quantizer,
+// weighted by the damped diag(H), at the block's first column (as GPTQ does, gptq.h), from the
+// block's weights as a prune-only pass over it would leave them: compensation moves the kept
+// weights far more than rounding does, and parameters fitted before it clip them (measured:
+// worse than pruning, then rounding). A pruned weight must stay exactly 0, so only types whose
+// every block holds an exact 0 qualify (the symmetric ones: Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, MXFP4,
+// ...; not Q4_1 or Q4_K, whose mins shift the grid).
 #pragma once
 
 #include <cstdint>
 
 #include "calib/pruning.h"
+#include "core/tensor_type.h"
 
 namespace strata {
 class ThreadPool;
@@ -41,5 +52,18 @@ struct SparseGptOptions {
 // singular after raising the damping. Returns the damping used.
 double sparsegpt_prune(float* w, int64_t n_out, int64_t n_in, const float* gram, const SparsityPattern& p,
                        const SparseGptOptions& options, uint8_t* pruned, ThreadPool* pool);
+
+// True when sparsegpt_prune_quantize can produce `type`: a quantized type with a per-element grid
+// (quant/block_grid.h) whose blocks represent 0 exactly.
+bool sparsegpt_can_quantize(TensorType type);
+
+// sparsegpt_prune, quantizing as it goes: w: [n_out, n_in] f32, left holding the values of out
+// (dequantized); out: n_out rows of `type` (row_bytes(type, n_in) each) whose pruned elements
+// are exactly 0. Throws strata::Error as
+// sparsegpt_prune does, and for a type sparsegpt_can_quantize rejects or rows that do not split
+// into its blocks. Returns the damping used.
+double sparsegpt_prune_quantize(TensorType type, float* w, int64_t n_out, int64_t n_in, const float* gram,
+                                const SparsityPattern& p, const SparseGptOptions& options, uint8_t* pruned,
+                                void* out, ThreadPool* pool);
 
 }  // namespace strata::calib

@@ -4,8 +4,9 @@
 // columns); --pattern N:M zeroes N of every M consecutive inputs of each row (2:4, 4:8: NVIDIA's
 // semi-structured sparsity). Wanda needs the inputs' norms and SparseGPT their Gram matrices: from
 // --calib-file TEXT (the model is run over it) or --imatrix FILE (`strata calibrate`, with --gram
-// for SparseGPT). --type TYPE stores the pruned matrices quantized (round to nearest after
-// pruning; not SparseGPT's joint pruning and quantization).
+// for SparseGPT). --type TYPE stores the pruned matrices quantized: SparseGPT prunes and quantizes
+// in one pass (the paper's joint mode) where TYPE holds an exact 0; otherwise, and with
+// --no-joint-quant, the kept weights are rounded to nearest after pruning.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -28,6 +29,7 @@ struct PruneCliOptions {
   std::string type;
   std::string calib_file;
   std::string calib_mem = "2GiB";
+  bool no_joint = false;
 };
 
 void run(PruneCliOptions& c) {
@@ -48,6 +50,7 @@ void run(PruneCliOptions& c) {
     if (o.calib_text.empty()) STRATA_THROW(c.calib_file, ": the calibration text is empty");
   }
   o.calib_mem = server::parse_byte_size(c.calib_mem);
+  o.joint_quant = !c.no_joint;
   if (!(o.sparsegpt.damp >= 0 && o.sparsegpt.damp <= 10)) STRATA_THROW("--damp must be in [0, 10]");
 
   const calib::PruneJobResult r = calib::run_prune_job(o);
@@ -96,6 +99,10 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--block", o.sparsegpt.block,
                  "SparseGPT: columns per lazy batch and mask block (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd.add_flag(
+      "--no-joint-quant", c->no_joint,
+      "SparseGPT with --type: prune, then round the kept weights (default: quantize in the same "
+      "pass, errors compensated, where the type holds an exact 0: Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, ...)");
   cmd.callback([c] { run(*c); });
 }
 
