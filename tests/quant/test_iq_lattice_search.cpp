@@ -59,7 +59,9 @@ TEST(IqLatticeSearch, NeighbourListsMatchBruteForce) {
           if (d <= all[0].first + 1 && want.size() < IqLattice::kMaxNeighbours) want.push_back(k);
       }
       ASSERT_EQ(lat.lattice_grid[p] >= 0, all[0].first == 0);
-      if (lat.lattice_grid[p] >= 0) ASSERT_EQ(lat.lattice_grid[p], all[0].second);
+      if (lat.lattice_grid[p] >= 0) {
+        ASSERT_EQ(lat.lattice_grid[p], all[0].second);
+      }
       const std::vector<int> got(lat.nb.begin() + lat.nb_begin[p], lat.nb.begin() + lat.nb_begin[p + 1]);
       ASSERT_EQ(got, want) << "grid " << static_cast<int>(g) << " lattice point " << p;
     }
