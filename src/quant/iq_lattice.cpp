@@ -189,12 +189,21 @@ inline int search_point(const IqLattice& lat, int id, const float* u, const floa
     best = less ? d : best;
     best_pos = less ? pos : best_pos;
   }
-  int lane = 0;
-  for (int i = 1; i < 4; ++i)
-    if (best[i] < best[lane] || (best[i] == best[lane] && best_pos[i] < best_pos[lane])) lane = i;
-  *err = best[lane];
+  // The least distance in every lane, then the least position holding it.
+  F4 m = best;
+  F4 m2 = __builtin_shufflevector(m, m, 1, 0, 3, 2);
+  m = m2 < m ? m2 : m;
+  m2 = __builtin_shufflevector(m, m, 2, 3, 0, 1);
+  m = m2 < m ? m2 : m;
+  const I4 kNone = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+  I4 key = best == m ? best_pos : kNone;
+  I4 key2 = __builtin_shufflevector(key, key, 1, 0, 3, 2);
+  key = key2 < key ? key2 : key;
+  key2 = __builtin_shufflevector(key, key, 2, 3, 0, 1);
+  key = key2 < key ? key2 : key;
+  *err = m[0];
   const int on_grid = lat.lattice_grid[id];
-  return on_grid >= 0 ? on_grid : lat.nb[lat.nb_begin[id] + best_pos[lane]];
+  return on_grid >= 0 ? on_grid : lat.nb[lat.nb_begin[id] + key[0]];
 }
 
 // n groups; the reference for all of them when any value is not a number or infinite (its
