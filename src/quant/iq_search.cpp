@@ -34,32 +34,35 @@ double fit_error(double tt, const SubFit& f, double s) {
 // Every group's weighted-nearest grid point to t / s. dneg_fixed: the delta sign of a
 // PerSubBlock delta (PerGroup deltas try both signs per group).
 void fit_at(const Ctx& c, int sub, double s, int dneg_fixed, SubFit* f) {
-  const int dim = c.lat.dim, n = c.spec.sub_size;
+  const int dim = c.lat.dim, n = c.spec.sub_size, n_groups = n / dim;
   const float inv = static_cast<float>(1.0 / s);
   const int n_delta = c.spec.delta == IqDelta::PerGroup ? 2 : 1;
+  const float* t = c.t + sub * n;  // [n]
+  const float* w = c.w + sub * n;  // [n]
+  // Per delta sign tried: the targets in level units and each group's nearest point.
+  float u[2][32];
+  int k[2][8];
+  float e[2][8];
+  for (int di = 0; di < n_delta; ++di) {
+    const int neg = c.spec.delta == IqDelta::PerGroup ? di : dneg_fixed;
+    const float delta = c.spec.delta == IqDelta::None ? 0.0f : (neg ? -kDelta : kDelta);
+    for (int i = 0; i < n; ++i) u[di][i] = t[i] * inv - delta;
+    nearest_grid_points(c.lat, n_groups, u[di], w, k[di], e[di]);
+  }
   f->tv = f->v2 = 0;
-  float u[8];
-  for (int g = 0; g < n / dim; ++g) {
-    const float* t = c.t + sub * n + g * dim;
-    const float* w = c.w + sub * n + g * dim;
-    int best_k = -1, best_neg = 0;
-    float best_e = 0;
-    for (int di = 0; di < n_delta; ++di) {
-      const int neg = c.spec.delta == IqDelta::PerGroup ? di : dneg_fixed;
-      const float delta = c.spec.delta == IqDelta::None ? 0.0f : (neg ? -kDelta : kDelta);
-      for (int j = 0; j < dim; ++j) u[j] = t[j] * inv - delta;
-      float e;
-      const int k = nearest_grid_point(c.lat, u, w, &e);
-      if (best_k < 0 || e < best_e) best_k = k, best_e = e, best_neg = neg;
-    }
+  for (int g = 0; g < n_groups; ++g) {
+    // The first delta sign unless the second is strictly better.
+    const int di = n_delta == 2 && e[1][g] < e[0][g] ? 1 : 0;
+    const int best_neg = c.spec.delta == IqDelta::PerGroup ? di : dneg_fixed;
+    const int best_k = k[di][g];
     f->grid[g] = static_cast<uint16_t>(best_k);
     if (dim == 8) f->dneg[g] = static_cast<uint8_t>(best_neg);
     const float delta = c.spec.delta == IqDelta::None ? 0.0f : (best_neg ? -kDelta : kDelta);
     const float* v = c.lat.grid_value.data() + static_cast<size_t>(best_k) * dim;
     for (int j = 0; j < dim; ++j) {
       const double vj = static_cast<double>(v[j]) + delta;
-      f->tv += static_cast<double>(w[j]) * t[j] * vj;
-      f->v2 += static_cast<double>(w[j]) * vj * vj;
+      f->tv += static_cast<double>(w[g * dim + j]) * t[g * dim + j] * vj;
+      f->v2 += static_cast<double>(w[g * dim + j]) * vj * vj;
     }
   }
 }

@@ -1,9 +1,10 @@
-// The IQ4_XS x Q8_K register tile, 256-bit integer code shared by dot_iq4_xs_avx2.cpp,
-// dot_iq4_xs_avxvnni.cpp and dot_iq4_xs_avx512.cpp (each compiles its own copy for its ISA;
-// internal linkage). Element x = d * (ls - 32) * kIq4nlValues[q] (blocks.h), ls the 6-bit
-// scale of each 32-element chunk.
+// The IQ4_XS x Q8_K register tile, 256-bit integer code shared by dot_iq4_xs_avx2.cpp and
+// dot_iq4_xs_avxvnni.cpp (each compiles its own copy for its ISA; internal linkage; AVX-512 has
+// its own 512-bit form of the same scheme, dot_iq4_xs_avx512.cpp). Element x = d * (ls - 32) *
+// kIq4nlValues[q] (blocks.h), ls the 6-bit scale of each 32-element chunk.
 //
-// Unlike the generic IQ tile (iq_tile_avx2.h) it works on chunk pairs, so that decode, which
+// The loop over super-blocks is the generic IQ tile's (iq_tile_run, iq_tile_avx2.h); unlike
+// its chunk-by-chunk block this one works on chunk pairs, so that decode, which
 // is bound by the cost of decoding the weights (one activation block per many rows), does as
 // little per weight byte as possible:
 //  - one 32-byte load holds the nibbles of chunks 2p and 2p + 1: its low nibbles are elements
@@ -15,10 +16,7 @@
 //  - the kIq4nlValues lookup is one vpshufb per 32 weights; the products are exact integers:
 //    vpmaddubsw(|a|, sign(w, a)) (|a|, |w| <= 127: pair sums <= 2 * 127 * 127, no saturation),
 //    |a| taken once per column so that a row costs one vpsignb per 32 weights, then the scale
-//    in vpmaddwd (or vpdpwssd where the file is compiled for VNNI) into int32 lanes.
-// Once per super-block the int32 lanes are scaled by d_w * d_a into a float accumulator, and an
-// output's operations do not depend on the tile shape or its place in it (batch invariance,
-// kernels.h). Decode (one column) prefetches the next tile's rows (simd_avx2.h).
+//    in vpmaddwd (or vpdpwssd where the file is compiled for AVX-VNNI) into int32 lanes.
 #pragma once
 
 #include <immintrin.h>
@@ -28,6 +26,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_tile_avx2.h"
 #include "backend/cpu/simd_avx2.h"
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
@@ -37,9 +36,7 @@ namespace {
 
 // acc + the int16 pairs of p times sc, summed into int32 lanes (exact either way).
 static inline __m256i iq4_xs_madd_acc(__m256i acc, __m256i p, __m256i sc) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpwssd_epi32(acc, p, sc);
-#elif defined(__AVXVNNI__)
+#if defined(__AVXVNNI__)
   return _mm256_dpwssd_avx_epi32(acc, p, sc);
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
@@ -47,6 +44,7 @@ static inline __m256i iq4_xs_madd_acc(__m256i acc, __m256i p, __m256i sc) {
 }
 
 struct Iq4XsTile {
+  static constexpr size_t kBlockBytes = sizeof(BlockIQ4_XS);
   // One weight super-block, ready for the pair loop.
   struct Row {
     const uint8_t* qs;  // [128] nibbles, 16 bytes per chunk
@@ -90,65 +88,41 @@ struct Iq4XsTile {
                                                           d, c, d, c, d, c, d, c, d, c, d, c, d, c, d));
   }
 
+  // One super-block, pair by pair (iq_tile_run's block).
+  template <int NR, int NC>
+  static inline void block(const Row* rows, const uint8_t* const* aq, __m256i (&acc)[NR][NC]) {
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      // The pair's activations in the lo / hi order: |a| and a (for its signs), once per column.
+      __m256i alo[NC], ahi[NC], ulo[NC], uhi[NC];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const __m256i a0 = loadu_256(aq[c] + 64 * p), a1 = loadu_256(aq[c] + 64 * p + 32);
+        alo[c] = _mm256_permute2x128_si256(a0, a1, 0x20);
+        ahi[c] = _mm256_permute2x128_si256(a0, a1, 0x31);
+        ulo[c] = _mm256_sign_epi8(alo[c], alo[c]);
+        uhi[c] = _mm256_sign_epi8(ahi[c], ahi[c]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        __m256i lo, hi, sc;
+        pair(rows[r], p, lo, hi, sc);
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          const __m256i plo = _mm256_maddubs_epi16(ulo[c], _mm256_sign_epi8(lo, alo[c]));
+          const __m256i phi = _mm256_maddubs_epi16(uhi[c], _mm256_sign_epi8(hi, ahi[c]));
+          const __m256i s = p == 0 ? _mm256_madd_epi16(plo, sc) : iq4_xs_madd_acc(acc[r][c], plo, sc);
+          acc[r][c] = iq4_xs_madd_acc(s, phi, sc);
+        }
+      }
+    }
+  }
+
   // out[c * os + r] = dot(w row r, a row c) for NR x NC; w: [n / 256] blocks, a: [n / 256] Q8_K.
   template <int NR, int NC>
   static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
                   size_t os) {
-    __m256 accf[NR][NC];
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-      if constexpr (NC == 1) prefetch_next_rows<NR>(w + b * sizeof(BlockIQ4_XS), ws, sizeof(BlockIQ4_XS));
-      Row rows[NR];
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r) rows[r] = load_row(w + r * ws + b * sizeof(BlockIQ4_XS));
-      const uint8_t* aq[NC];
-      float da[NC];
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
-        da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
-        aq[c] = blk + offsetof(BlockQ8_K, qs);
-      }
-      __m256i acc[NR][NC];
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        // The pair's activations in the lo / hi order: |a| and a (for its signs), once per column.
-        __m256i alo[NC], ahi[NC], ulo[NC], uhi[NC];
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c) {
-          const __m256i a0 = loadu_256(aq[c] + 64 * p), a1 = loadu_256(aq[c] + 64 * p + 32);
-          alo[c] = _mm256_permute2x128_si256(a0, a1, 0x20);
-          ahi[c] = _mm256_permute2x128_si256(a0, a1, 0x31);
-          ulo[c] = _mm256_sign_epi8(alo[c], alo[c]);
-          uhi[c] = _mm256_sign_epi8(ahi[c], ahi[c]);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < NR; ++r) {
-          __m256i lo, hi, sc;
-          pair(rows[r], p, lo, hi, sc);
-#pragma GCC unroll 8
-          for (int c = 0; c < NC; ++c) {
-            const __m256i plo = _mm256_maddubs_epi16(ulo[c], _mm256_sign_epi8(lo, alo[c]));
-            const __m256i phi = _mm256_maddubs_epi16(uhi[c], _mm256_sign_epi8(hi, ahi[c]));
-            const __m256i s = p == 0 ? _mm256_madd_epi16(plo, sc) : iq4_xs_madd_acc(acc[r][c], plo, sc);
-            acc[r][c] = iq4_xs_madd_acc(s, phi, sc);
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c)
-          accf[r][c] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
+    iq_tile_run<Iq4XsTile, NR, NC>(n, w, ws, a, as, out, os);
   }
 };
 

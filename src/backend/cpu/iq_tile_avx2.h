@@ -26,57 +26,76 @@
 namespace strata::cpu {
 namespace {
 
+// The loop over super-blocks shared by the 256-bit IQ tiles: Kernel provides kBlockBytes, Row,
+// load_row(blk) (Row::f the float factor) and block<NR, NC>(rows, aq, acc), which sets the int32
+// lanes acc[r][c] to the super-block's integer dot products (aq[c]: the 256 int8 of column c).
+// out[c * os + r] = dot(w row r, a row c) for NR x NC; w: [n / 256] blocks, a: [n / 256] Q8_K.
+template <class Kernel, int NR, int NC>
+static inline void iq_tile_run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as,
+                               float* out, size_t os) {
+  __m256 accf[NR][NC];
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    if constexpr (NC == 1) prefetch_next_rows<NR>(w + b * Kernel::kBlockBytes, ws, Kernel::kBlockBytes);
+    typename Kernel::Row rows[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) rows[r] = Kernel::load_row(w + r * ws + b * Kernel::kBlockBytes);
+    const uint8_t* aq[NC];
+    float da[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
+      da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
+      aq[c] = blk + offsetof(BlockQ8_K, qs);
+    }
+    __m256i acc[NR][NC];
+    Kernel::template block<NR, NC>(rows, aq, acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c)
+        accf[r][c] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
+}
+
 template <class Ops>
 struct IqTileAvx2 {
-  // out[c * os + r] = dot(w row r, a row c) for NR x NC; w: [n / 256] blocks, a: [n / 256] Q8_K.
+  static constexpr size_t kBlockBytes = Ops::kBlockBytes;
+  using Row = typename Ops::Row;
+  static Row load_row(const uint8_t* blk) { return Ops::load_row(blk); }
+
+  // One super-block, chunk by chunk (see the top of this file).
+  template <int NR, int NC>
+  static inline void block(const Row* rows, const uint8_t* const* aq, __m256i (&acc)[NR][NC]) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        __m256i wv, sc;
+        Ops::chunk(rows[r], k, wv, sc);
+        const __m256i wabs = _mm256_sign_epi8(wv, wv);
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), wv);
+          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, y), sc);
+          acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
+        }
+      }
+    }
+  }
+
   template <int NR, int NC>
   static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
                   size_t os) {
-    __m256 accf[NR][NC];
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) accf[r][c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-      if constexpr (NC == 1) prefetch_next_rows<NR>(w + b * Ops::kBlockBytes, ws, Ops::kBlockBytes);
-      typename Ops::Row rows[NR];
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r) rows[r] = Ops::load_row(w + r * ws + b * Ops::kBlockBytes);
-      const uint8_t* aq[NC];
-      float da[NC];
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
-        da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
-        aq[c] = blk + offsetof(BlockQ8_K, qs);
-      }
-      __m256i acc[NR][NC];
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-#pragma GCC unroll 8
-        for (int r = 0; r < NR; ++r) {
-          __m256i wv, sc;
-          Ops::chunk(rows[r], k, wv, sc);
-          const __m256i wabs = _mm256_sign_epi8(wv, wv);
-#pragma GCC unroll 8
-          for (int c = 0; c < NC; ++c) {
-            const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), wv);
-            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, y), sc);
-            acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c)
-          accf[r][c] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), _mm256_set1_ps(rows[r].f * da[c]), accf[r][c]);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
+    iq_tile_run<IqTileAvx2, NR, NC>(n, w, ws, a, as, out, os);
   }
 };
 
