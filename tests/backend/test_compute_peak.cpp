@@ -81,11 +81,11 @@ TEST(ComputePeak, ReportsEveryLevelItRan) {
     EXPECT_EQ(p.int8_ops_per_second > 0.0, simd && level != IsaLevel::Neon) << isa_name(level);
     EXPECT_EQ(p.int8_what.empty(), p.int8_ops_per_second == 0.0) << isa_name(level);
     EXPECT_EQ(p.f32_what.empty(), p.f32_flops == 0.0) << isa_name(level);
-    // Any CPU this runs on does between 0.1 and 100000 G multiply-adds per second on 2 threads.
+    // A rate is finite and below 100000 G multiply-adds per second on 2 threads; no lower bound,
+    // which would be a speed requirement (qemu-user on a loaded machine measured 5e7 here).
     for (double r : {p.f32_flops, p.int8_ops_per_second})
       if (r > 0.0) {
         EXPECT_TRUE(std::isfinite(r));
-        EXPECT_GT(r, 1e8);
         EXPECT_LT(r, 1e14);
       }
   }

@@ -53,6 +53,12 @@ void w8a8_gemm_avx512(const uint8_t* w, int64_t kp, const float* w_scale, const 
                       float* y, size_t y_stride, int n_rows);
 void w8a8_gemm_amx(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc, float* y,
                    size_t y_stride, int n_rows);
+void w8a8_gemm_neon(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                    float* y, size_t y_stride, int n_rows);
+void w8a8_gemm_dotprod(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                       float* y, size_t y_stride, int n_rows);
+void w8a8_gemm_i8mm(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                    float* y, size_t y_stride, int n_rows);
 
 // Activation quantization of one token, x: [n_in] -> q: [kp] (zeros past n_in): d = amax / 127
 // with amax = static_absmax if > 0, else max_k |x[k]| (NaNs skipped); q[k] = w8a8_quant_one(x[k]
@@ -67,6 +73,8 @@ float w8a8_quantize_act_avx2(const float* x, int64_t n_in, int64_t kp, float sta
                              int32_t* sum);
 float w8a8_quantize_act_avx512(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
                                int32_t* sum);
+float w8a8_quantize_act_neon(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                             int32_t* sum);
 
 // One scaled activation v = x * (1 / d) to its quant: round to nearest, ties to even (the
 // default rounding mode, as cvtps2dq), clamped to [-127, 127]. std::max(-127, NaN) is -127, as
@@ -81,7 +89,7 @@ struct W8A8KernelSet {
   W8A8QuantizeFn quantize;
 };
 // The kernel for `isa`: its own level's, else the first one below it on its chain that the CPU
-// supports (scalar at the bottom; aarch64 has only the scalar kernel).
+// supports (scalar at the bottom).
 const W8A8KernelSet& w8a8_kernels(IsaLevel isa);
 
 }  // namespace strata::cpu
