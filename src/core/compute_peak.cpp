@@ -31,7 +31,8 @@ Loop int8_loop(IsaLevel level) {
       return {as_double<peak::int8_chains_avx2>, peak::kMacsYmmInt8, "vpmaddubsw ymm"};
     case IsaLevel::AvxVnni:
       return {as_double<peak::int8_chains_avxvnni>, peak::kMacsYmmInt8, "vpdpbusd ymm"};
-    case IsaLevel::Amx:  // the VNNI peak: AMX's own is not probed
+    case IsaLevel::Amx:
+      return {as_double<peak::int8_chains_amx>, peak::kMacsAmxInt8, "tdpbusd"};
     case IsaLevel::Avx512:
       return {as_double<peak::int8_chains_avx512>, peak::kMacsZmmInt8, "vpdpbusd zmm"};
 #elif defined(__aarch64__)
@@ -50,7 +51,7 @@ Loop f32_loop(IsaLevel level) {
     case IsaLevel::Avx2:
     case IsaLevel::AvxVnni:
       return {as_double<peak::f32_chains_avx2>, peak::kMacsYmmF32, "vfmadd ymm"};
-    case IsaLevel::Amx:  // the VNNI peak: AMX's own is not probed
+    case IsaLevel::Amx:  // AMX has no f32 tile product (AMX-BF16 aside): the zmm FMA peak
     case IsaLevel::Avx512:
       return {as_double<peak::f32_chains_avx512>, peak::kMacsZmmF32, "vfmadd zmm"};
 #elif defined(__aarch64__)

@@ -6,6 +6,7 @@
 //   avx2      vpmaddubsw ymm (+ vpaddw)     vfmadd ymm
 //   avxvnni   vpdpbusd ymm                  vfmadd ymm
 //   avx512    vpdpbusd zmm                  vfmadd zmm
+//   amx       tdpbusd (16 x 64-byte tiles)  vfmadd zmm
 //   neon      (none)                        fmla v.4s
 //   dotprod   sdot v.4s                     fmla v.4s
 //   i8mm      sdot v.4s                     fmla v.4s

@@ -23,10 +23,10 @@
 #include <cstring>
 #include <utility>
 
-#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
 #include "backend/cpu/packed_widen_avx512.h"
+#include "core/amx_tiles.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
 

@@ -18,12 +18,16 @@ void w8a8_gemm_scalar(const uint8_t* w, int64_t kp, const float* w_scale, const 
 }
 
 namespace {
-constexpr W8A8KernelSet kScalar{IsaLevel::Scalar, w8a8_gemm_scalar};
+constexpr W8A8KernelSet kScalar{IsaLevel::Scalar, w8a8_gemm_scalar, w8a8_quantize_act_scalar};
 #if defined(__x86_64__)
-constexpr W8A8KernelSet kAvx2{IsaLevel::Avx2, w8a8_gemm_avx2};
-constexpr W8A8KernelSet kAvxVnni{IsaLevel::AvxVnni, w8a8_gemm_avxvnni};
-constexpr W8A8KernelSet kAvx512{IsaLevel::Avx512, w8a8_gemm_avx512};
-constexpr W8A8KernelSet kAmx{IsaLevel::Amx, w8a8_gemm_amx};
+constexpr W8A8KernelSet kAvx2{IsaLevel::Avx2, w8a8_gemm_avx2, w8a8_quantize_act_avx2};
+constexpr W8A8KernelSet kAvxVnni{IsaLevel::AvxVnni, w8a8_gemm_avxvnni, w8a8_quantize_act_avx2};
+constexpr W8A8KernelSet kAvx512{IsaLevel::Avx512, w8a8_gemm_avx512, w8a8_quantize_act_avx512};
+constexpr W8A8KernelSet kAmx{IsaLevel::Amx, w8a8_gemm_amx, w8a8_quantize_act_avx512};
+#elif defined(__aarch64__)
+constexpr W8A8KernelSet kNeon{IsaLevel::Neon, w8a8_gemm_neon, w8a8_quantize_act_neon};
+constexpr W8A8KernelSet kDotprod{IsaLevel::NeonDotprod, w8a8_gemm_dotprod, w8a8_quantize_act_neon};
+constexpr W8A8KernelSet kI8mm{IsaLevel::NeonI8mm, w8a8_gemm_i8mm, w8a8_quantize_act_neon};
 #endif
 }  // namespace
 
@@ -38,6 +42,13 @@ const W8A8KernelSet& w8a8_kernels(IsaLevel isa) {
       return kAvxVnni;
     case IsaLevel::Avx2:
       return kAvx2;
+#elif defined(__aarch64__)
+    case IsaLevel::NeonI8mm:
+      return kI8mm;
+    case IsaLevel::NeonDotprod:
+      return kDotprod;
+    case IsaLevel::Neon:
+      return kNeon;
 #endif
     default:
       break;

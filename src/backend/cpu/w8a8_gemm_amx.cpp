@@ -9,8 +9,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/w8a8_kernels.h"
+#include "core/amx_tiles.h"
 
 namespace strata::cpu {
 namespace {

@@ -18,6 +18,7 @@
 // output is bit-identical to the scalar reference's.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -52,13 +53,43 @@ void w8a8_gemm_avx512(const uint8_t* w, int64_t kp, const float* w_scale, const 
                       float* y, size_t y_stride, int n_rows);
 void w8a8_gemm_amx(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc, float* y,
                    size_t y_stride, int n_rows);
+void w8a8_gemm_neon(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                    float* y, size_t y_stride, int n_rows);
+void w8a8_gemm_dotprod(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                       float* y, size_t y_stride, int n_rows);
+void w8a8_gemm_i8mm(const uint8_t* w, int64_t kp, const float* w_scale, const W8A8ActTile& a, int nc,
+                    float* y, size_t y_stride, int n_rows);
+
+// Activation quantization of one token, x: [n_in] -> q: [kp] (zeros past n_in): d = amax / 127
+// with amax = static_absmax if > 0, else max_k |x[k]| (NaNs skipped); q[k] = w8a8_quant_one(x[k]
+// / d) (as x[k] * (1 / d), 0 when d = 0). Returns d and writes the sum of the quants to *sum.
+// The SIMD levels do the same float operations (max is exact in any order, one rounded multiply,
+// round-to-nearest-even, clamp), so their quants, sums and scales are bit-identical.
+using W8A8QuantizeFn = float (*)(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                                 int32_t* sum);
+float w8a8_quantize_act_scalar(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                               int32_t* sum);
+float w8a8_quantize_act_avx2(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                             int32_t* sum);
+float w8a8_quantize_act_avx512(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                               int32_t* sum);
+float w8a8_quantize_act_neon(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
+                             int32_t* sum);
+
+// One scaled activation v = x * (1 / d) to its quant: round to nearest, ties to even (the
+// default rounding mode, as cvtps2dq), clamped to [-127, 127]. std::max(-127, NaN) is -127, as
+// maxps(NaN, -127) is in the SIMD levels: bad input gives defined quants, not UB.
+static inline int w8a8_quant_one(float v) {
+  return static_cast<int>(std::min(127.0f, std::max(-127.0f, std::nearbyint(v))));
+}
 
 struct W8A8KernelSet {
   IsaLevel level;
   W8A8GemmFn gemm;
+  W8A8QuantizeFn quantize;
 };
 // The kernel for `isa`: its own level's, else the first one below it on its chain that the CPU
-// supports (scalar at the bottom; aarch64 has only the scalar kernel).
+// supports (scalar at the bottom).
 const W8A8KernelSet& w8a8_kernels(IsaLevel isa);
 
 }  // namespace strata::cpu

@@ -90,29 +90,11 @@ W8A8Matrix::~W8A8Matrix() {
   std::free(data_);
 }
 
-float quantize_w8a8_act(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
-                        int32_t* sum) {
-  float amax = static_absmax;
-  if (amax <= 0.0f)
-    for (int64_t k = 0; k < n_in; ++k) amax = std::max(amax, std::fabs(x[k]));
-  const float d = amax / 127.0f;
-  const float id = d > 0.0f ? 1.0f / d : 0.0f;
-  int32_t s = 0;
-  for (int64_t k = 0; k < n_in; ++k) {
-    // NaN clamps to -127 (std::clamp returns lo when the comparisons fail): no UB on bad input.
-    const int v = static_cast<int>(std::clamp(std::nearbyint(x[k] * id), -127.0f, 127.0f));
-    q[k] = static_cast<int8_t>(v);
-    s += v;
-  }
-  for (int64_t k = n_in; k < kp; ++k) q[k] = 0;
-  *sum = s;
-  return d;
-}
-
 void w8a8_matmul(ThreadPool& pool, const W8A8Matrix& w, const float* x, float* y, int64_t n_tokens) {
   STRATA_CHECK(n_tokens >= 0);
   if (n_tokens == 0) return;
-  const W8A8GemmFn gemm = w8a8_kernels(isa_level()).gemm;
+  const W8A8KernelSet& kernels = w8a8_kernels(isa_level());
+  const W8A8GemmFn gemm = kernels.gemm;
   const int64_t n_in = w.n_in(), n_out = w.n_out(), kp = w.kp(), n_groups = w.n_groups();
   ActScratch& s = t_act;
   s.qs.resize(static_cast<size_t>(n_tokens * kp));
@@ -121,8 +103,8 @@ void w8a8_matmul(ThreadPool& pool, const W8A8Matrix& w, const float* x, float* y
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork || pool.size() == 1;
   auto quantize = [&](int ith, int nth) {
     for (int64_t t = n_tokens * ith / nth; t < n_tokens * (ith + 1) / nth; ++t)
-      s.scale[static_cast<size_t>(t)] = quantize_w8a8_act(x + t * n_in, n_in, kp, w.act().static_absmax,
-                                                          s.qs.data() + t * kp, s.sum.data() + t);
+      s.scale[static_cast<size_t>(t)] = kernels.quantize(x + t * n_in, n_in, kp, w.act().static_absmax,
+                                                         s.qs.data() + t * kp, s.sum.data() + t);
   };
   if (serial || n_tokens < 2 * pool.size())
     quantize(0, 1);

@@ -55,12 +55,8 @@ class W8A8Matrix {
   std::vector<float> scales_;  // [n_groups * 16]
 };
 
-// Quantizes one token's activations x: [n_in] into q: [kp] (zeros past n_in); returns the scale,
-// writes the sum of the quants to *sum. static_absmax as W8A8ActQuant.
-float quantize_w8a8_act(const float* x, int64_t n_in, int64_t kp, float static_absmax, int8_t* q,
-                        int32_t* sum);
-
-// y[t, o] = sum_i w[o, i] * x[t, i] with the kernels of the current ISA level.
+// y[t, o] = sum_i w[o, i] * x[t, i] with the kernels of the current ISA level (activation
+// quantization included: w8a8_kernels.h).
 void w8a8_matmul(ThreadPool& pool, const W8A8Matrix& w,
                  const float* x,  // [n_tokens, n_in]
                  float* y,        // [n_tokens, n_out]

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "backend/cpu/amx_tiles.h"
+#include "core/amx_tiles.h"
 
 namespace strata::cpu {
 

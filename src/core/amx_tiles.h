@@ -1,4 +1,5 @@
-// AMX tile configuration shared by the AMX kernels (packed_gemm_amx.cpp, w8a8_gemm_amx.cpp).
+// AMX tile configuration shared by the AMX kernels (backend/cpu packed_gemm_amx.cpp,
+// w8a8_gemm_amx.cpp) and the tdpbusd peak probe (compute_peak_amx.cpp).
 //
 // The configuration is per thread (ldtilecfg) and one thread may run both kernels, so each
 // thread remembers the last configuration it loaded and reloads only when a call needs another.
