@@ -143,8 +143,7 @@ inline double cache_element(const KvLayerView& kv, bool is_k, int32_t block, int
 }
 
 // Largest |x - decoded| a 32-element group of `type` allows for values x: [n]: half a step of its
-// scale (Q8_0: of its coarsest candidate scale; affine types: a whole step of the min/max grid,
-// their end elements may be clipped by that; a whole step of the largest scale Q4_0 / Q5_0 may choose, amax / (2^(bits-1) - 1): the
+// scale (a whole step of the largest scale Q4_0 / Q5_0 may choose, amax / (2^(bits-1) - 1): the
 // element of opposite sign to the largest can be clipped by that), for IQ4_NL the 14 levels an element of the
 // opposite sign to the largest can be clipped by (the grid ends at 113, not 127); plus the fp16 rounding of
 // the scale and min. KIVI channels (n values across a block's tokens) follow the affine rule of their bits.
@@ -153,9 +152,7 @@ inline double group_bound(KvType type, const double* x, int n, bool kivi_channel
   for (int j = 0; j < n; ++j)
     lo = std::min(lo, x[j]), hi = std::max(hi, x[j]), amax = std::max(amax, std::fabs(x[j]));
   const double slack = 1e-3 * amax + 1e-6;
-  // Affine groups: the error-minimising scale may clip the ends by up to one step of the plain
-  // min/max grid, (hi - lo) / (2^bits - 1); elsewhere half a step.
-  if (kivi_channel) return (hi - lo) / (type == KvType::KIVI2 ? 3 : 15) + slack;
+  if (kivi_channel) return (hi - lo) / (type == KvType::KIVI2 ? 3 : 15) * 0.5 + slack;
   switch (type) {
     case KvType::Q8_0:  // the coarsest of the error-minimising quantizer's grids: |v| / d = 123
       return amax / 123 * 0.5 + slack;
@@ -165,11 +162,11 @@ inline double group_bound(KvType type, const double* x, int n, bool kivi_channel
       return amax / 16 + slack;
     case KvType::Q4_1:
     case KvType::KIVI4:
-      return (hi - lo) / 15 + slack;
+      return (hi - lo) / 15 * 0.5 + slack;
     case KvType::Q5_1:
-      return (hi - lo) / 31 + slack;
+      return (hi - lo) / 31 * 0.5 + slack;
     case KvType::KIVI2:
-      return (hi - lo) / 3 + slack;
+      return (hi - lo) / 3 * 0.5 + slack;
     case KvType::IQ4_NL:
       return amax * 15 / 115 + slack;
     case KvType::F16:

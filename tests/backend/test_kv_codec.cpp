@@ -91,8 +91,7 @@ TEST(KvCodec, FloatRowsConvertExactly) {
     }
 }
 
-// Within one step of the channel's min/max grid: the error-minimising scale may clip its ends.
-TEST(KvCodec, KiviChannelsDecodeWithinAStep) {
+TEST(KvCodec, KiviChannelsDecodeWithinHalfAStep) {
   for (int bits : {2, 4})
     for (int n : {4, 8, 16, 32}) {
       const auto x = random_row(n, 50 + n);
@@ -106,7 +105,8 @@ TEST(KvCodec, KiviChannelsDecodeWithinAStep) {
         kv_codec_kernels(isa).dequantize_channel(bits, g.data(), n, y.data());
         double lo = INFINITY, hi = -INFINITY;
         for (float v : x) lo = std::min(lo, double(v)), hi = std::max(hi, double(v));
-        const double bound = (hi - lo) / ((1 << bits) - 1) + 1e-3 * std::max(std::fabs(lo), std::fabs(hi));
+        const double bound =
+            (hi - lo) / ((1 << bits) - 1) * 0.5 + 1e-3 * std::max(std::fabs(lo), std::fabs(hi));
         const double d = kvtest::half_at(g.data()), m = kvtest::half_at(g.data() + 2);
         for (int t = 0; t < n; ++t) {
           const int q = (g[4 + t / (8 / bits)] >> (bits * (t % (8 / bits)))) & ((1 << bits) - 1);
@@ -133,68 +133,54 @@ TEST(KvCodec, HostileValuesStayFinite) {
   }
 }
 
-// Squared error, in float64, of the single-scale quantizers the error-minimising ones are held
-// to, on x: [n]: llama.cpp's Q8_0 (d = amax / 127 in fp16, q = round(x / d)) and the min/max
-// affine groups (d = (max - min) / (2^bits - 1), m = min, both fp16, q = clamp(round((x - m) / d))).
-double single_scale_error(KvType type, const float* x, int n) {
-  double amax = 0, lo = INFINITY, hi = -INFINITY;
-  for (int j = 0; j < n; ++j)
-    amax = std::max(amax, std::fabs(double(x[j]))), lo = std::min(lo, double(x[j])), hi = std::max(hi, double(x[j]));
-  const int k_max = type == KvType::Q4_1 ? 15 : type == KvType::Q5_1 ? 31 : type == KvType::KIVI2 ? 3 : 0;
-  const double d = fp16_to_f32(f32_to_fp16(float(k_max ? (hi - lo) / k_max : amax / 127)));
-  const double m = k_max ? fp16_to_f32(f32_to_fp16(float(lo))) : 0.0;
+// Squared error of llama.cpp's Q8_0 (d = amax / 127 in fp16, q = round(x / d)) on x: [n], in
+// float64: the baseline the error-minimising scale is held to.
+double q8_0_amax_error(const float* x, int n) {
+  double amax = 0;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(double(x[j])));
+  const double d = fp16_to_f32(f32_to_fp16(float(amax / 127)));
   double err = 0;
   for (int j = 0; j < n; ++j) {
-    double q = d > 0 ? std::nearbyint((x[j] - m) / d) : 0;
-    if (k_max) q = std::clamp(q, 0.0, double(k_max));
-    err += (x[j] - d * q - m) * (x[j] - d * q - m);
+    const double q = d > 0 ? std::nearbyint(x[j] / d) : 0;
+    err += (x[j] - d * q) * (x[j] - d * q);
   }
   return err;
 }
 
-// Q8_0 and the affine rows choose each group's scale (and min) by squared error among grids that
-// include the single-scale one: never worse than it per group, and on Gaussian groups of 8
-// (stories260K's heads, padded to 32) clearly better in expectation (Q8_0: about 0.56x; the affine
-// types about 0.3x, their min/max range also spanning the padding's zeros); every level writes
-// the bytes of the scalar reference.
-TEST(KvCodec, ScalesMinimiseTheSquaredError) {
-  const struct {
-    KvType type;
-    double lo, hi;  // the range of the total error ratio at 8 elements
-  } cases[] = {{KvType::Q8_0, 0.4, 0.7}, {KvType::Q4_1, 0.15, 0.6}, {KvType::Q5_1, 0.15, 0.6},
-               {KvType::KIVI2, 0.15, 0.6}};
-  for (const auto& tc : cases) {
-    double total = 0, total_single = 0;
-    for (int dim : {1, 3, 8, 16, 32, 33, 80})
-      for (uint32_t seed = 0; seed < 200; ++seed) {
-        std::mt19937 gen(seed * 131 + dim);
-        std::normal_distribution<float> nd(0.0f, 1.0f);
-        std::vector<float> x(dim);
-        for (float& v : x) v = nd(gen);
-        const KvTileLayout layout = kv_tile_layout(tc.type, false, dim, 16);
-        const size_t group = kvtest::group_bytes(tc.type);
-        std::vector<uint8_t> ref;
-        for (IsaLevel isa : levels()) {
-          std::vector<uint8_t> row(layout.row_bytes);
-          kv_codec_kernels(isa).quantize_row(tc.type, x.data(), dim, row.data());
-          if (isa == IsaLevel::Scalar) ref = row;
-          ASSERT_EQ(row, ref) << kv_type_name(tc.type) << " dim " << dim << " " << isa_name(isa);
-        }
-        for (int g = 0; g < dim; g += 32) {
-          float xs[32] = {};  // the group as quantized: the last one padded with zeros
-          std::copy(x.begin() + g, x.begin() + std::min(dim, g + 32), xs);
-          double y[32], err = 0;
-          kvtest::decode_group(tc.type, ref.data() + size_t(g / 32) * group, y);
-          for (int j = 0; j < 32; ++j) err += (y[j] - xs[j]) * (y[j] - xs[j]);
-          const double single = single_scale_error(tc.type, xs, 32);
-          ASSERT_LE(err, single * (1 + 1e-4) + 1e-30)
-              << kv_type_name(tc.type) << " dim " << dim << " seed " << seed << " group " << g;
-          if (dim == 8) total += err, total_single += single;
-        }
+// Q8_0 rows choose each group's scale by squared error among grids that include amax / 127: never
+// worse than it per group, and on Gaussian groups of 8 (stories260K's heads, padded to 32) about
+// 0.56x of its squared error in expectation; every level writes the bytes of the scalar reference.
+TEST(KvCodec, Q8_0ScalesMinimiseTheSquaredError) {
+  double total = 0, total_amax = 0;
+  for (int dim : {1, 3, 8, 16, 32, 33, 80})
+    for (uint32_t seed = 0; seed < 200; ++seed) {
+      std::mt19937 gen(seed * 131 + dim);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> x(dim);
+      for (float& v : x) v = nd(gen);
+      const KvTileLayout layout = kv_tile_layout(KvType::Q8_0, false, dim, 16);
+      std::vector<uint8_t> ref;
+      for (IsaLevel isa : levels()) {
+        std::vector<uint8_t> row(layout.row_bytes);
+        kv_codec_kernels(isa).quantize_row(KvType::Q8_0, x.data(), dim, row.data());
+        if (isa == IsaLevel::Scalar) ref = row;
+        ASSERT_EQ(row, ref) << "dim " << dim << " " << isa_name(isa);
       }
-    EXPECT_LT(total, tc.hi * total_single) << kv_type_name(tc.type);
-    EXPECT_GT(total, tc.lo * total_single) << kv_type_name(tc.type);
-  }
+      for (int g = 0; g < dim; g += 32) {
+        const int n = std::min(32, dim - g);
+        double y[32], err = 0;
+        kvtest::decode_group(KvType::Q8_0, ref.data() + size_t(g / 32) * 34, y);
+        for (int j = 0; j < 32; ++j) {
+          const double want = j < n ? x[g + j] : 0.0;
+          err += (y[j] - want) * (y[j] - want);
+        }
+        const double base = q8_0_amax_error(x.data() + g, n);
+        ASSERT_LE(err, base * (1 + 1e-4) + 1e-30) << "dim " << dim << " seed " << seed << " group " << g;
+        if (dim == 8) total += err, total_amax += base;
+      }
+    }
+  EXPECT_LT(total, 0.7 * total_amax);
+  EXPECT_GT(total, 0.4 * total_amax);
 }
 
 TEST(KvCodec, RotationIsTheSignedHadamardMatrix) {

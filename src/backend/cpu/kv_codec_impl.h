@@ -67,55 +67,19 @@ void quantize_signed_group(const float* x, uint8_t* blk) {
   }
 }
 
-// Squared error of x: [n] rounded to x = d * q + m, q in [0, k_max] (fp16 d and m given as f32).
-// Every product is exact in double (a float times a small integer, a float squared), so FMA
-// contraction on one ISA level and not another cannot change the sum.
-inline double affine_error(const float* x, int n, float d, float m, int k_max) {
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  double err = 0.0;
-  for (int j = 0; j < n; ++j) {
-    const double y = static_cast<double>(d) * level((x[j] - m) * id, 0, k_max) + static_cast<double>(m);
-    const float e = static_cast<float>(static_cast<double>(x[j]) - y);
-    err += static_cast<double>(e) * e;
-  }
-  return err;
-}
-
-inline float fp16_range(float v) {
-  return std::max(-65504.0f, std::min(65504.0f, v));
-}
-
-// Q4_1 / Q5_1 / KIVI4 / KIVI2: x = d * q + m with q in [0, 2^bits - 1]; the scale and min of least
-// squared error among d = (max - min) / (2^bits - 1 + k / 8), k = 0..8,
-// each with m at the min, at max - d (2^bits - 1), or centred between them (a finer grid that
-// clips the ends by at most one step); k = 0 with m = min is the plain min/max quantizer. x: [n].
+// Q4_1 / Q5_1 / KIVI4 / KIVI2: x = d * q + m with q in [0, 2^bits - 1] over n elements.
 template <int kBits>
 void quantize_affine(const float* x, int n, fp16_t* dh, fp16_t* mh, uint8_t* q) {
   constexpr int kMax = (1 << kBits) - 1;
   float lo, hi;
   min_max(x, n, &lo, &hi);
-  const float span = hi - lo;
-  *dh = f32_to_fp16(span / kMax), *mh = f32_to_fp16(lo);  // kept when every error is inf or NaN
-  double best = INFINITY;
-  for (int k = 0; k <= 8; ++k) {
-    const float d = span / (static_cast<float>(kMax) + 0.125f * static_cast<float>(k));
-    const fp16_t h = f32_to_fp16(d);
-    const double covered = static_cast<double>(fp16_to_f32(h)) * kMax;  // exact
-    const float slack = static_cast<float>(static_cast<double>(span) - covered);
-    const float mins[3] = {lo, static_cast<float>(static_cast<double>(hi) - covered), lo + 0.5f * slack};
-    for (int c = 0; c < (k == 0 ? 1 : 3); ++c) {
-      const fp16_t mc = f32_to_fp16(fp16_range(mins[c]));
-      const double err = affine_error(x, n, fp16_to_f32(h), fp16_to_f32(mc), kMax);
-      if (err < best) best = err, *dh = h, *mh = mc;
-    }
-  }
+  *dh = f32_to_fp16((hi - lo) / kMax);
+  *mh = f32_to_fp16(lo);
   const float d = fp16_to_f32(*dh), m = fp16_to_f32(*mh);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   for (int j = 0; j < n; ++j) q[j] = static_cast<uint8_t>(level((x[j] - m) * id, 0, kMax));
 }
 
-// One group of x: [32] (the last group's zero padding included, so that it decodes near 0 as the
-// readers of padded rows expect).
 template <int kBits>
 void quantize_affine_group(const float* x, uint8_t* blk) {
   fp16_t d, m;
