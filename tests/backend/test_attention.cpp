@@ -64,8 +64,9 @@ bool int_keys(KvType t) {
   return !kv_type_is_float(t) && !kv_type_is_kivi(t);
 }
 
-// Keys the kernel scores against an int8 query quantized by the least-squared-error scale (the
-// interleaved Q8_0 / Q4_0 tiles, kv_key_tile.h) rather than llama.cpp's amax / 127.
+// Keys the kernel scores against an int8 query quantized as Q8_0 keys are (the interleaved Q8_0 /
+// Q4_0 tiles, kv_key_tile.h): groups of at most 16 elements by the least-squared-error scale,
+// wider ones by llama.cpp's amax / 127.
 bool min_error_query(KvType t) {
   return t == KvType::Q8_0 || t == KvType::Q4_0;
 }
@@ -106,8 +107,10 @@ std::vector<double> effective_query(const float* q, int hd, const std::vector<do
   if (!quantize) return out;
   for (int g = 0; g < hd; g += 32) {
     const int n = std::min(32, hd - g);
-    if (min_error) {
-      min_error_group(x.data() + g, n, out.data() + g);
+    int extent = n;  // before trailing zeros: groups of up to 16 are searched, wider ones amax / 127
+    while (extent > 0 && x[g + extent - 1] == 0.0f) --extent;
+    if (min_error && extent <= 16) {
+      min_error_group(x.data() + g, extent, out.data() + g);
       continue;
     }
     float amax = 0;
@@ -409,6 +412,8 @@ INSTANTIATE_TEST_SUITE_P(
         typed("iq4_nl_plain", KvType::IQ4_NL, KvType::F32, false),
         typed("f16_q4_0", KvType::F16, KvType::Q4_0, false),
         typed("q8_0_hd80", KvType::Q8_0, KvType::Q8_0, true, 80, 16, 40, 2),      // padded heads
+        typed("q8_0_hd8", KvType::Q8_0, KvType::Q8_0, true, 8, 16, 40, 2),        // searched scales
+        typed("q4_0_hd16", KvType::Q4_0, KvType::Q8_0, true, 16, 16, 40, 2),      // searched queries
         typed("q4_1_hd33_b7", KvType::Q4_1, KvType::IQ4_NL, true, 33, 7, 30, 4),  // odd block
         typed("q8_0_hd576_b32", KvType::Q8_0, KvType::BF16, true, 576, 32, 70, 1),
         typed("kivi4", KvType::KIVI4, KvType::KIVI4, false),

@@ -160,12 +160,14 @@ TEST(KvKeyDot, PreparedQueriesMinimiseTheSquaredError) {
         double amax = 0, err = 0, base = 0;
         int32_t want_sum = 0;
         for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(double(x[g * 32 + e])));
-        const double d127 = fp16_to_f32(f32_to_fp16(float(amax / 127)));
+        // llama.cpp's quantize_row_q8_0: levels from the float d = amax / 127, decoded with its fp16
+        const float d_f = float(amax) / 127.0f, id = d_f != 0.0f ? 1.0f / d_f : 0.0f;
+        const double d127 = fp16_to_f32(f32_to_fp16(d_f));
         for (int e = 0; e < 32; ++e) {
           const int q = static_cast<int8_t>(ref[g * 32 + e]);
           ASSERT_GE(q, -127);
           want_sum += q;
-          const double v = x[g * 32 + e], r = d127 > 0 ? std::nearbyint(v / d127) : 0;
+          const double v = x[g * 32 + e], r = std::nearbyint(x[g * 32 + e] * id);
           err += (v - double(d) * q) * (v - double(d) * q);
           base += (v - d127 * r) * (v - d127 * r);
         }

@@ -194,7 +194,7 @@ void quantize_row(KvType type, const float* x, int32_t dim, void* dst) {
     }
     switch (type) {
       case KvType::Q8_0:
-        quantize_q8_0_group_min_error(xg, out);
+        quantize_q8_0_group_kv(xg, out);
         break;
       case KvType::Q4_0:
         quantize_signed_group<4>(xg, out);

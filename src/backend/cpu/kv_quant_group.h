@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/kernel_decls.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 
@@ -64,16 +65,34 @@ inline fp16_t min_error_scale(const float* x, int n, int top, int lo, int hi, in
   return dh;
 }
 
-// One Q8_0 group (BlockQ8_0: fp16 d, int8 qs[32]) of x: [32] f32 with the scale of least squared
-// error among the 41 with 123 <= |v| / d <= 128 (llama.cpp's amax / 127 is one of them) and
-// levels in [lo, 127]: keys use lo = -128; queries lo = -127 (and |v| / d <= 127, 33 scales), as
-// the AVX2 scores multiply a query level by the key's sign. A head narrower than a group
-// (stories260K's 8) has few elements to round, so the choice matters most there: for Gaussian
-// elements the best of the 41 grids has about 0.56x the expected squared error of amax / 127 at
-// 8 elements, 0.78x at 32.
-inline void quantize_q8_0_group_min_error(const float* x, uint8_t* blk, int lo = -128) {
+// llama.cpp's Q8_0 of one group x: [32] (d = amax / 127, the level's SIMD activation quantizer).
+inline void quantize_q8_0_group_amax(const float* x, uint8_t* blk) {
+#if defined(__AVX512F__)
+  quantize_row_q8_0_avx512(x, blk, kQK);
+#elif defined(__AVX2__)
+  quantize_row_q8_0_avx2(x, blk, kQK);
+#else
+  quantize_row_q8_0_scalar(x, blk, kQK);
+#endif
+}
+
+// Groups of at most this many elements before their zero padding get the searched scale; wider
+// ones keep amax / 127: the search costs 33-41 roundings of every element, which on 64-wide heads
+// (the 1.1B shape: 512 query rows a layer at 16 x 4096 decode) cost more than the scores, and its
+// gain shrinks with the width (0.78x the squared error at 32 elements against 0.56x at 8).
+constexpr int kMaxSearchedElements = 16;
+
+// One Q8_0 group (BlockQ8_0: fp16 d, int8 qs[32]) of x: [32] f32. A group of n <= 16 elements
+// before its trailing zeros (a head of 8 or 16 padded to 32) takes the scale of least squared
+// error among the 41 with 123 <= |v| / d <= 128 (llama.cpp's amax / 127 is one of them) and levels
+// in [lo, 127]: keys use lo = -128; queries lo = -127 (and |v| / d <= 127, 33 scales), as the AVX2
+// scores multiply a query level by the key's sign. Few elements to round make the choice matter:
+// for 8 Gaussian elements the best of the 41 grids has about 0.56x the expected squared error of
+// amax / 127. Wider groups are amax / 127 (quantize_q8_0_group_amax).
+inline void quantize_q8_0_group_kv(const float* x, uint8_t* blk, int lo = -128) {
   int n = kQK;  // trailing zeros (a narrow head's padding) round to 0 at any scale: not searched
   while (n > 0 && x[n - 1] == 0.0f) --n;
+  if (n > kMaxSearchedElements) return quantize_q8_0_group_amax(x, blk);
   const fp16_t dh =
       lo == -128 ? min_error_scale(x, n, 128, -128, 127, 40) : min_error_scale(x, n, 127, lo, 127, 32);
   const float d = fp16_to_f32(dh), id = d != 0.0f ? 1.0f / d : 0.0f;
