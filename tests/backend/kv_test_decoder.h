@@ -154,8 +154,8 @@ inline double group_bound(KvType type, const double* x, int n, bool kivi_channel
   const double slack = 1e-3 * amax + 1e-6;
   if (kivi_channel) return (hi - lo) / (type == KvType::KIVI2 ? 3 : 15) * 0.5 + slack;
   switch (type) {
-    case KvType::Q8_0:
-      return amax / 127 * 0.5 + slack;
+    case KvType::Q8_0:  // the coarsest of the error-minimising quantizer's grids: |v| / d = 123
+      return amax / 123 * 0.5 + slack;
     case KvType::Q4_0:
       return amax / 8 + slack;
     case KvType::Q5_0:

@@ -19,6 +19,7 @@
 //     by at most delta moves its probabilities' L1 norm by at most exp(2 delta) - 1).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -63,9 +64,38 @@ bool int_keys(KvType t) {
   return !kv_type_is_float(t) && !kv_type_is_kivi(t);
 }
 
+// Keys the kernel scores against an int8 query quantized as Q8_0 keys are (the interleaved Q8_0 /
+// Q4_0 tiles, kv_key_tile.h): groups of at most 16 elements by the least-squared-error scale,
+// wider ones by llama.cpp's amax / 127.
+bool min_error_query(KvType t) {
+  return t == KvType::Q8_0 || t == KvType::Q4_0;
+}
+
+// One group x: [n] quantized to levels [-127, 127] with the fp16 scale of least squared error among
+// d = v / -(127 - k / 8), k = 0..32, v the element of largest magnitude (kv_key_tile.h), in float64.
+void min_error_group(const float* x, int n, double* out) {
+  float v = 0;
+  for (int j = 0; j < n; ++j)
+    if (std::fabs(x[j]) > std::fabs(v)) v = x[j];
+  double best = INFINITY, best_d = 0;
+  for (int k = 0; k <= 32 && v != 0; ++k) {
+    const double d = fp16_to_f32(f32_to_fp16(float(v / -(127.0 - k / 8.0))));
+    double err = 0;
+    for (int j = 0; j < n; ++j) {
+      const double e = x[j] - d * std::clamp(std::nearbyint(x[j] / d), -127.0, 127.0);
+      err += e * e;
+    }
+    if (err < best) best = err, best_d = d;
+  }
+  for (int j = 0; j < n; ++j)
+    out[j] = best_d != 0 ? best_d * std::clamp(std::nearbyint(x[j] / best_d), -127.0, 127.0) : 0.0;
+}
+
 // A query row as the kernel scores it: rotated (rot: [hd][hd] or empty) and, for block-quantized
-// keys, quantized to Q8_0 / Q8_1 as llama.cpp's activation quantizer does, in float.
-std::vector<double> effective_query(const float* q, int hd, const std::vector<double>& rot, bool quantize) {
+// keys, quantized per 32-element group: to Q8_0 / Q8_1 as llama.cpp's activation quantizer does,
+// in float, or (min_error) as min_error_group does.
+std::vector<double> effective_query(const float* q, int hd, const std::vector<double>& rot, bool quantize,
+                                    bool min_error = false) {
   std::vector<float> x(q, q + hd);
   if (!rot.empty())
     for (int i = 0; i < hd; ++i) {
@@ -77,6 +107,12 @@ std::vector<double> effective_query(const float* q, int hd, const std::vector<do
   if (!quantize) return out;
   for (int g = 0; g < hd; g += 32) {
     const int n = std::min(32, hd - g);
+    int extent = n;  // before trailing zeros: groups of up to 16 are searched, wider ones amax / 127
+    while (extent > 0 && x[g + extent - 1] == 0.0f) --extent;
+    if (min_error && extent <= 16) {
+      min_error_group(x.data() + g, extent, out.data() + g);
+      continue;
+    }
     float amax = 0;
     for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[g + j]));
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -283,7 +319,8 @@ TEST_P(AttentionVariants, MatchesFloat64References) {
   std::vector<std::vector<double>> q_plain, q_eff;
   for (int r = 0; r < c.n_q * c.n_head; ++r) {
     q_plain.push_back(effective_query(sc.q.data() + size_t(r) * c.hd, c.hd, {}, false));
-    q_eff.push_back(effective_query(sc.q.data() + size_t(r) * c.hd, c.hd, sc.rot, int_keys(c.k_type)));
+    q_eff.push_back(effective_query(sc.q.data() + size_t(r) * c.hd, c.hd, sc.rot, int_keys(c.k_type),
+                                    min_error_query(c.k_type)));
   }
   std::vector<double> logits_f32;
   const auto want_f32 = attention_ref(
@@ -375,6 +412,8 @@ INSTANTIATE_TEST_SUITE_P(
         typed("iq4_nl_plain", KvType::IQ4_NL, KvType::F32, false),
         typed("f16_q4_0", KvType::F16, KvType::Q4_0, false),
         typed("q8_0_hd80", KvType::Q8_0, KvType::Q8_0, true, 80, 16, 40, 2),      // padded heads
+        typed("q8_0_hd8", KvType::Q8_0, KvType::Q8_0, true, 8, 16, 40, 2),        // searched scales
+        typed("q4_0_hd16", KvType::Q4_0, KvType::Q8_0, true, 16, 16, 40, 2),      // searched queries
         typed("q4_1_hd33_b7", KvType::Q4_1, KvType::IQ4_NL, true, 33, 7, 30, 4),  // odd block
         typed("q8_0_hd576_b32", KvType::Q8_0, KvType::BF16, true, 576, 32, 70, 1),
         typed("kivi4", KvType::KIVI4, KvType::KIVI4, false),

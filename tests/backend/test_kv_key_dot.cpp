@@ -67,7 +67,7 @@ TEST(KvKeyDot, InterleavedTilesMatchFloat64) {
   std::mt19937 gen(6);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (KvType type : {KvType::Q8_0, KvType::Q4_0})
-    for (int dim : {32, 33, 64, 80, 576})
+    for (int dim : {8, 16, 32, 33, 64, 80, 576})
       for (int bs : {1, 7, 16, 17, 32}) {
         KvLayerView kv;
         kv.k_type = type;
@@ -131,6 +131,50 @@ TEST(KvKeyDot, InterleavedTilesMatchFloat64) {
           }
         }
       }
+}
+
+// Prepared queries: the same bytes at every level, levels in [-127, 127] (the AVX2 sign trick
+// negates them), each group's squared error at most that of llama.cpp's d = amax / 127 (in
+// float64 here), and the stored sums are the sums of the levels.
+TEST(KvKeyDot, PreparedQueriesMinimiseTheSquaredError) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int dim : {1, 8, 16, 31, 32, 33, 64, 576})
+    for (int trial = 0; trial < 50; ++trial) {
+      const int n_groups = (dim + 31) / 32;
+      std::vector<float> x(size_t(n_groups) * 32, 0.0f);
+      for (int e = 0; e < dim; ++e) x[e] = nd(gen) * (e == dim / 2 ? 10.0f : 1.0f);
+      const size_t qb = kv_query_int8_bytes(n_groups);
+      std::vector<uint8_t> ref(qb);
+      for (IsaLevel isa : levels()) {
+        std::vector<uint8_t> row(qb + 1);
+        kv_key_tile_kernels(isa).prepare_query(x.data(), n_groups, row.data() + 1);  // odd address
+        if (isa == IsaLevel::Scalar) ref.assign(row.begin() + 1, row.end());
+        ASSERT_TRUE(std::equal(ref.begin(), ref.end(), row.begin() + 1)) << isa_name(isa) << " dim " << dim;
+      }
+      for (int g = 0; g < n_groups; ++g) {
+        float d;
+        int32_t sum;
+        std::memcpy(&d, ref.data() + n_groups * 32 + 4 * g, 4);
+        std::memcpy(&sum, ref.data() + n_groups * 36 + 4 * g, 4);
+        double amax = 0, err = 0, base = 0;
+        int32_t want_sum = 0;
+        for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(double(x[g * 32 + e])));
+        // llama.cpp's quantize_row_q8_0: levels from the float d = amax / 127, decoded with its fp16
+        const float d_f = float(amax) / 127.0f, id = d_f != 0.0f ? 1.0f / d_f : 0.0f;
+        const double d127 = fp16_to_f32(f32_to_fp16(d_f));
+        for (int e = 0; e < 32; ++e) {
+          const int q = static_cast<int8_t>(ref[g * 32 + e]);
+          ASSERT_GE(q, -127);
+          want_sum += q;
+          const double v = x[g * 32 + e], r = std::nearbyint(x[g * 32 + e] * id);
+          err += (v - double(d) * q) * (v - double(d) * q);
+          base += (v - d127 * r) * (v - d127 * r);
+        }
+        ASSERT_EQ(sum, want_sum);
+        ASSERT_LE(err, base * (1 + 1e-4) + 1e-30) << "dim " << dim << " group " << g;
+      }
+    }
 }
 
 TEST(KvKeyDot, GgufKeyTypesUseTheirActivationFormat) {

@@ -2,13 +2,18 @@
 // of quantized keys, one table per ISA level.
 //
 // The same portable source (kv_codec_impl.h) is compiled for baseline x86-64 (kv_codec.cpp, the
-// scalar reference), AVX2 and AVX-512; Q8_0 uses the explicit SIMD activation quantizers of the
-// matmul (act_q8_0*.cpp), F16 the F16C/AVX-512 converters. Quantizers are round-to-nearest with
-// at most a 9- or 15-candidate scale choice per group: they run for every token of every layer,
-// so an exhaustive search (as the weight quantizers do) would cost more than the attention.
+// scalar reference), AVX2 and AVX-512; Q8_0's wide groups use the explicit SIMD activation
+// quantizers of the matmul (act_q8_0*.cpp), F16 the F16C/AVX-512 converters. Quantizers are
+// round-to-nearest with at most a 41-candidate scale choice per group: they run for every token of
+// every layer, so an exhaustive search (as the weight quantizers do) would cost more than the
+// attention.
 //
 // Quantizers per 32-element group (d and m stored as fp16):
-//   Q8_0    d = amax / 127, q = round(x / d)                       (llama.cpp's quantize_row_q8_0)
+//   Q8_0    groups of at most 16 elements before their zero padding (heads of 8 or 16):
+//           d = v / -(128 - delta), v the element of largest magnitude and delta the best of
+//           {0, 1/8, ..., 5} by squared error (kv_quant_group.h), L = clamp(round(x / d), -128, 127);
+//           wider groups d = amax / 127, q = round(x / d) (llama.cpp's quantize_row_q8_0, which is
+//           delta = 1 alone), with the matmul's SIMD activation quantizers
 //   Q4_0    d = v / -(8 - delta) with v the element of largest magnitude and delta the best of
 //           {0, 1/8, ..., 1} by squared error, L = clamp(round(x / d), -8, 7)
 //   Q5_0    as Q4_0 with 16 levels a side: d = v / -(16 - delta), L in [-16, 15]

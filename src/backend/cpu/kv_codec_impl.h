@@ -12,6 +12,7 @@
 #include "backend/cpu/block_access.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/kv_codec.h"
+#include "backend/cpu/kv_quant_group.h"
 #include "backend/kv_layout.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
@@ -27,25 +28,8 @@ namespace {
 constexpr int kMaxKiviTokens = 32;  // the largest block size (KIVI keys: one group per block)
 constexpr int kMaxGroups = 18;      // 32-element groups of the widest head (576)
 
-// round(v) clamped to [lo, hi]; NaN gives lo.
-inline int level(float v, int lo, int hi) {
-  v = std::max(static_cast<float>(lo), v);  // max(lo, NaN) = lo
-  v = std::min(static_cast<float>(hi), v);
-  return static_cast<int>(std::nearbyint(v));
-}
-
 inline float finite_or_zero(float x) {
   return std::isfinite(x) ? x : 0.0f;
-}
-
-// The element of largest magnitude, with its sign (NaN ignored, +-inf kept as the largest float).
-inline float signed_amax(const float* x, int n) {
-  float amax = 0.0f, v = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    const float a = std::fabs(x[j]);
-    if (a > amax) amax = a, v = x[j];
-  }
-  return std::isfinite(v) ? v : std::copysign(3.0e38f, v);
 }
 
 inline void min_max(const float* x, int n, float* lo, float* hi) {
@@ -59,32 +43,7 @@ inline void min_max(const float* x, int n, float* lo, float* hi) {
   *hi = std::max(*lo, std::min(65504.0f, mx));
 }
 
-// ---- symmetric groups: Q8_0, Q4_0, Q5_0 -------------------------------------------------
-
-void q8_0_row(const float* x, void* y, int64_t n) {
-#if defined(__AVX512F__)
-  quantize_row_q8_0_avx512(x, y, n);
-#elif defined(__AVX2__)
-  quantize_row_q8_0_avx2(x, y, n);
-#else
-  quantize_row_q8_0_scalar(x, y, n);
-#endif
-}
-
-// Q4_0 (bits 4) and Q5_0 (bits 5): d = v / -2^(bits-1), levels in [-2^(bits-1), 2^(bits-1) - 1].
-// Squared error of rounding x to levels [lo, hi] of scale d, computed so that no level's result
-// depends on FMA contraction: d * L is exact in double, the difference is rounded once to float,
-// and its square is exact in double.
-inline double rounding_error(const float* x, float d, int lo, int hi) {
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  double err = 0.0;
-  for (int j = 0; j < kQK; ++j) {
-    const float e =
-        static_cast<float>(static_cast<double>(x[j]) - static_cast<double>(d) * level(x[j] * id, lo, hi));
-    err += static_cast<double>(e) * e;
-  }
-  return err;
-}
+// ---- symmetric groups: Q4_0, Q5_0 (Q8_0: kv_quant_group.h) ----------------------------
 
 // The scale maps the element of largest magnitude v to level -(kHalf - delta) for delta in
 // {0, 1/8, ..., 1}; the scale (in fp16) of least squared error wins. delta = 0 is round-to-nearest
@@ -93,15 +52,7 @@ inline double rounding_error(const float* x, float d, int lo, int hi) {
 template <int kBits>
 void quantize_signed_group(const float* x, uint8_t* blk) {
   constexpr int kHalf = 1 << (kBits - 1);
-  const float v = signed_amax(x, kQK);
-  fp16_t dh = 0;
-  double best = INFINITY;
-  for (int k = 0; k <= 8; ++k) {
-    const float d = std::max(-65504.0f, std::min(65504.0f, v / -(static_cast<float>(kHalf) - 0.125f * k)));
-    const fp16_t h = f32_to_fp16(d);
-    const double err = rounding_error(x, fp16_to_f32(h), -kHalf, kHalf - 1);
-    if (err < best) best = err, dh = h;
-  }
+  const fp16_t dh = min_error_scale(x, kQK, kHalf, -kHalf, kHalf - 1, 8);
   const float id = fp16_to_f32(dh) != 0.0f ? 1.0f / fp16_to_f32(dh) : 0.0f;
   uint8_t q[kQK];
   for (int j = 0; j < kQK; ++j) q[j] = static_cast<uint8_t>(level(x[j] * id, -kHalf, kHalf - 1) + kHalf);
@@ -234,7 +185,6 @@ void quantize_row(KvType type, const float* x, int32_t dim, void* dst) {
   auto* out = static_cast<uint8_t*>(dst);
   const KvTileLayout layout = kv_tile_layout(type, false, dim, 1);
   const size_t group = layout.row_bytes / static_cast<size_t>(padded / kQK);
-  if (type == KvType::Q8_0 && padded == dim) return q8_0_row(x, dst, dim);
   for (int32_t g = 0; g < padded; g += kQK, out += group) {
     const float* xg = x + g;
     if (g + kQK > dim) {  // the last group, padded with zeros
@@ -244,7 +194,7 @@ void quantize_row(KvType type, const float* x, int32_t dim, void* dst) {
     }
     switch (type) {
       case KvType::Q8_0:
-        q8_0_row(xg, out, kQK);
+        quantize_q8_0_group_kv(xg, out);
         break;
       case KvType::Q4_0:
         quantize_signed_group<4>(xg, out);

@@ -33,7 +33,7 @@ void scores(KvType type, const uint8_t* q, size_t q_stride, int n_rows, const ui
   }
 }
 
-constexpr KvKeyTileKernels kKernels = {prepare_query_with<quantize_row_q8_0_scalar>, scores};
+constexpr KvKeyTileKernels kKernels = {prepare_query, scores};
 
 }  // namespace
 

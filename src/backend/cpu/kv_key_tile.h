@@ -2,8 +2,9 @@
 // of 16 keys (AVX-512) or 8 keys (AVX2) per vector, one table per ISA level. The scalar version
 // (kv_key_tile.cpp) is the reference the SIMD ones are tested against.
 //
-// Queries are quantized per 32-element group as the matmul's Q8_0 activations (llama.cpp's
-// quantize_row_q8_0: d = amax / 127 in fp16, q = round(x / d)), into a prepared row of
+// Queries are quantized per 32-element group as Q8_0 keys are (kv_codec.h: for heads of at most
+// 16, the error-minimising scale of kv_quant_group.h with levels in [-127, 127]; else llama.cpp's
+// d = amax / 127; fp16 d), into a prepared row of
 // kv_query_int8_bytes: int8 levels [n_groups * 32], then float scales [n_groups], then int32 sums
 // of the levels [n_groups] (the zero point of unsigned key bytes is removed with them).
 #pragma once

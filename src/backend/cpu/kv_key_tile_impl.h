@@ -1,5 +1,6 @@
 // Query preparation for the interleaved key tiles (kv_key_tile.h), shared by every ISA level's
-// file: the level's Q8_0 activation quantizer, then the levels, scales and sums unpacked.
+// file: the KV cache's Q8_0 group quantizer (kv_quant_group.h), then the levels, scales and sums
+// unpacked.
 // Internal linkage only.
 #pragma once
 
@@ -9,15 +10,18 @@
 #include "backend/cpu/block_access.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/kv_key_tile.h"
+#include "backend/cpu/kv_quant_group.h"
 #include "quant/blocks.h"
 
 namespace strata::cpu {
 namespace {
 
-template <void (*Quantize)(const float*, void*, int64_t)>
-void prepare_query_with(const float* x, int32_t n_groups, uint8_t* row) {
+// The query's groups get the keys' Q8_0 quantizer (searched scales for narrow heads): the score's
+// error is the sum of the key's and the query's rounding, about equal shares for rotated heads.
+void prepare_query(const float* x, int32_t n_groups, uint8_t* row) {
   BlockQ8_0 blocks[kMaxQueryGroups];
-  Quantize(x, blocks, static_cast<int64_t>(n_groups) * kQK);
+  for (int32_t g = 0; g < n_groups; ++g)
+    quantize_q8_0_group_kv(x + static_cast<size_t>(g) * kQK, reinterpret_cast<uint8_t*>(&blocks[g]), -127);
   // The row may sit at any byte offset (the callers' scratch, the tests' unaligned rows): scales
   // and sums are stored bytewise.
   uint8_t* d = row + static_cast<size_t>(n_groups) * kQK;  // [n_groups] f32
