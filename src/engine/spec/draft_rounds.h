@@ -1,7 +1,8 @@
 // Autoregressive drafting with a model, batched over sequences: round 0 feeds each sequence the
 // tokens its draft K/V is missing (at least the last accepted token) and drafts one token from
 // the last row; every further round feeds each still-drafting sequence its previous draft. A
-// sequence stops at max_draft tokens or when the draft's top-token probability falls below p_min.
+// sequence stops at max_draft tokens, when the draft's top-token probability falls below p_min,
+// or when the product of those probabilities falls below the slot's min_joint cut-off.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,26 @@
 
 namespace strata {
 
+// Seconds per drafted token, a decayed mean over the draft rounds that fed one token per drafting
+// sequence (a catch-up round is not a drafting cost): what a draft token really costs, which the
+// weight-byte ratio of relative_cost() underestimates (a low-bit draft is not purely
+// memory-bound, and every forward pays the same fixed overheads).
+class DraftTiming {
+ public:
+  void observe(int64_t n_tokens, double seconds);
+  double seconds_per_token() const { return n_ > 0 ? mean_ : 0.0; }
+
+ private:
+  double mean_ = 0.0;
+  int64_t n_ = 0;  // rounds seen (the first ones are averaged evenly)
+};
+
 struct DraftRoundsInput {
   Executor* executor = nullptr;  // the draft model's (or the target's, layer-skipped)
   const std::vector<uint8_t>* skip_layers = nullptr;
   int32_t n_vocab = 0;
-  int64_t max_catch_up = 512;  // tokens of round 0 per step, over all sequences
+  int64_t max_catch_up = 512;     // tokens of round 0 per step, over all sequences
+  DraftTiming* timing = nullptr;  // if set, the drafting rounds are timed into it
 };
 
 // start[i]: first position slots[i] feeds (its draft K/V holds [0, start[i])). Returns for each

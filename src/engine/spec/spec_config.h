@@ -31,9 +31,10 @@ struct SpecConfig {
   std::vector<DraftMethodSpec> methods;  // empty: speculation off
   int32_t draft_max = 16;                // most drafted tokens per sequence and step
   int32_t draft_min = 0;                 // a proposal shorter than this is dropped
-  float draft_p_min = 0.75f;             // model drafters stop when their top token is less likely
-  bool adaptive = true;                  // draft lengths chosen by acceptance and step cost
-  std::string calibration_text;          // skip:auto: calibrate on this text (empty: first prompt)
+  float draft_p_min = 0.0f;      // model drafters stop when their top token is less likely (0: only the
+                                 // adaptive controller's break-even cut-off, DraftSlot::min_joint)
+  bool adaptive = true;          // draft lengths chosen by acceptance and step cost
+  std::string calibration_text;  // skip:auto: calibrate on this text (empty: first prompt)
 
   bool enabled() const { return !methods.empty() && draft_max > 0; }
 };
