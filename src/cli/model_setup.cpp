@@ -156,8 +156,8 @@ void add_spec_options(CLI::App& cmd, SpecOptions& o) {
       ->check(CLI::Range(0, 64));
   cmd.add_option("--draft-p-min", o.draft_p_min,
                  "Model drafters stop when their most likely token is less likely than this (default 0: "
-                 "adaptive drafting stops where the next draft would not pay, from the acceptance and the "
-                 "measured step and draft costs)")
+                 "the adaptive draft length, from the acceptance and the measured step and draft costs, "
+                 "decides)")
       ->check(CLI::Range(0.0, 1.0));
   cmd.add_flag("--spec-fixed", o.fixed,
                "Always draft --draft-max tokens (default: lengths adapt to acceptance and step cost)");

@@ -27,7 +27,6 @@ DraftSlot EngineCore::make_slot(Sequence& s, int32_t max_draft) const {
   slot.partition = &s.request->partition;
   slot.max_draft = max_draft;
   slot.p_min = s.request->spec.draft_p_min;
-  slot.min_joint = s.draft_min_joint;
   return slot;
 }
 
@@ -71,7 +70,6 @@ void EngineCore::plan_speculation() {
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
     s->draft_asked = 0;
-    s->draft_min_joint.clear();
     s->draft.clear();
     s->draft_q.clear();
     const int64_t left = s->n_uncomputed();
@@ -139,14 +137,7 @@ void EngineCore::plan_speculation() {
     // drafter later in the chain drafts after scheduling.
     for (const DraftMethodSpec& m : spec.methods) {
       if (is_model_method(m.method)) {
-        if (!resting[i]) {
-          s.spec_k = k;
-          if (spec.adaptive)
-            s.draft_min_joint.assign(
-                cands[i].break_even.begin(),
-                cands[i].break_even.begin() +
-                    std::min<size_t>(cands[i].break_even.size(), static_cast<size_t>(k)));
-        }
+        if (!resting[i]) s.spec_k = k;
         break;
       }
       DraftSlot slot = make_slot(s, k);
@@ -220,9 +211,6 @@ void EngineCore::draft_with_models(ScheduleOutput& so) {
       const bool proposed =
           static_cast<int32_t>(slots[i].draft.size()) >= std::max(1, s.request->spec.draft_min);
       s.acceptance.model_proposed(proposed);
-      // A draft stopped where the cost model says the next token would not pay is a choice,
-      // not a rejection: the acceptance counts only what was proposed.
-      if (slots[i].cut_unsure) s.draft_asked = static_cast<int32_t>(slots[i].draft.size());
       if (!proposed) continue;
       s.draft = std::move(slots[i].draft);
       s.draft_q = std::move(slots[i].q);

@@ -39,8 +39,6 @@ struct Sequence {
   // Draft positions asked of the drafter this step; positions it left empty (p_min, no match)
   // count against the acceptance, so a drafter that rarely proposes stops being asked.
   int32_t draft_asked = 0;
-  // [spec_k] the controller's break-even acceptance of each draft (DraftSlot::min_joint).
-  std::vector<float> draft_min_joint;
   std::vector<int32_t> draft;
   std::vector<TokenDistribution> draft_q;
   SpecAcceptance acceptance;

@@ -54,26 +54,6 @@ TEST(SpecController, DraftCostReducesTheLength) {
   EXPECT_EQ(cheap[0].k, 16);
 }
 
-TEST(SpecController, BreakEvenOfEachDraftLeavesTheExpectedRateUnchanged) {
-  // Flat step cost 1 s, a draft token 0.5 s, alpha 0.8. Draft 1: gain 0.8 against break-even
-  // 1 * 0.5 / 1 = 0.5, taken (1.8 tokens in 1.5 s). Draft 2: gain 0.64 against
-  // 1.8 * 0.5 / 1.5 = 0.6, taken (2.44 in 2 s). Draft 3: gain 0.512 against 2.44 * 0.5 / 2 =
-  // 0.61, not taken.
-  const StepCostModel m = model({{1, 1.0}, {32, 1.0}});
-  SpecController c(&m);
-  std::vector<SpecCandidate> s = {{0.8, 0.5, 16, 0}};
-  c.choose(s, 1);
-  ASSERT_EQ(s[0].k, 2);
-  ASSERT_EQ(s[0].break_even.size(), 2u);
-  EXPECT_DOUBLE_EQ(s[0].break_even[0], 0.5);
-  EXPECT_DOUBLE_EQ(s[0].break_even[1], 0.6);
-  // A second call starts over.
-  s[0].alpha = 0.1;
-  c.choose(s, 1);
-  EXPECT_EQ(s[0].k, 0);
-  EXPECT_TRUE(s[0].break_even.empty());
-}
-
 TEST(SpecAcceptance, TracksTheRecentAcceptanceRate) {
   SpecAcceptance a;
   for (int i = 0; i < 50; ++i) a.record(4, 4);

@@ -18,9 +18,7 @@ float top_probability(const float* logits, int32_t n) {
 }
 
 // Picks the next draft token of `s` from its draft logits row; false when drafting stops.
-// joint: the product of the top-token probabilities of the slot's drafts so far (updated).
-bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>& mask, TokenDistribution& q,
-          double& joint) {
+bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>& mask, TokenDistribution& q) {
   const uint8_t* allowed = nullptr;
   if (s.constraint) {
     std::fill(mask.begin(), mask.end(), uint8_t{1});
@@ -33,11 +31,6 @@ bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>&
       greedy ? top_probability(row, n_vocab) : *std::max_element(q.probs.begin(), q.probs.end());
   if (top < s.p_min) return false;
   const int64_t ahead = static_cast<int64_t>(s.draft.size());
-  joint *= static_cast<double>(top);
-  if (static_cast<size_t>(ahead) < s.min_joint.size() && joint < s.min_joint[static_cast<size_t>(ahead)]) {
-    s.cut_unsure = true;
-    return false;
-  }
   const int32_t d = greedy ? q.tokens[0] : q.draw(s.sampler->uniform(RandomStream::Draft, ahead));
   if (s.constraint && !s.constraint->accept(d)) return false;
   s.draft.push_back(d);
@@ -49,10 +42,11 @@ bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>&
 
 void DraftTiming::observe(int64_t n_tokens, double seconds) {
   if (n_tokens <= 0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
-  const double per_token = seconds / static_cast<double>(n_tokens);
-  ++n_;
+  double per_token = seconds / static_cast<double>(n_tokens);
+  if (++n_ == 1) return;
+  if (n_ > 3) per_token = std::min(per_token, 3.0 * mean_);
   // An even mean over the first rounds, then about the last 20 (the load changes).
-  const double w = std::max(1.0 / static_cast<double>(n_), 0.05);
+  const double w = std::max(1.0 / static_cast<double>(n_ - 1), 0.05);
   mean_ += w * (per_token - mean_);
 }
 
@@ -84,8 +78,6 @@ std::vector<int64_t> run_draft_rounds(const DraftRoundsInput& in, std::span<Draf
   std::vector<uint8_t> mask(static_cast<size_t>(in.n_vocab), 1);
   TokenDistribution q;
   std::vector<int32_t> accepted_in_constraint(slots.size(), 0);
-  std::vector<double> joint(slots.size(), 1.0);
-  for (DraftSlot* s : slots) s->cut_unsure = false;
   while (batch.n_tokens() > 0) {
     const int64_t n_drafting = std::count(active.begin(), active.end(), uint8_t{1});
     const auto t0 = std::chrono::steady_clock::now();
@@ -97,7 +89,7 @@ std::vector<int64_t> run_draft_rounds(const DraftRoundsInput& in, std::span<Draf
     for (size_t i = 0; i < slots.size(); ++i) {
       if (!active[i]) continue;
       DraftSlot& s = *slots[i];
-      const bool ok = pick(s, logits + row++ * in.n_vocab, in.n_vocab, mask, q, joint[i]);
+      const bool ok = pick(s, logits + row++ * in.n_vocab, in.n_vocab, mask, q);
       if (ok && s.constraint) ++accepted_in_constraint[i];
       active[i] = ok && static_cast<int32_t>(s.draft.size()) < s.max_draft;
     }

@@ -1,8 +1,7 @@
 // Autoregressive drafting with a model, batched over sequences: round 0 feeds each sequence the
 // tokens its draft K/V is missing (at least the last accepted token) and drafts one token from
 // the last row; every further round feeds each still-drafting sequence its previous draft. A
-// sequence stops at max_draft tokens, when the draft's top-token probability falls below p_min,
-// or when the product of those probabilities falls below the slot's min_joint cut-off.
+// sequence stops at max_draft tokens or when the draft's top-token probability falls below p_min.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +20,15 @@ namespace strata {
 class DraftTiming {
  public:
   void observe(int64_t n_tokens, double seconds);
-  double seconds_per_token() const { return n_ > 0 ? mean_ : 0.0; }
+  double seconds_per_token() const { return n_ > 1 ? mean_ : 0.0; }
 
  private:
   double mean_ = 0.0;
-  int64_t n_ = 0;  // rounds seen (the first ones are averaged evenly)
+  // Rounds seen. The first is a warm-up (first touch of the draft's buffers) and not counted;
+  // the next ones are averaged evenly, and a round far slower than the mean (the machine was
+  // busy) counts as 3x the mean: a drafter priced out by one slow round would never be asked
+  // again, so never measured again.
+  int64_t n_ = 0;
 };
 
 struct DraftRoundsInput {

@@ -29,16 +29,10 @@ struct DraftSlot {
   const std::string* partition = nullptr;        // cross-request cache partition
   int32_t max_draft = 0;
   float p_min = 0.0f;  // model drafters stop below this top-token probability
-  // Adaptive drafting: draft j (0-based) is proposed only while the product of the drafter's
-  // top-token probabilities of drafts 0..j (its estimate that all of them are accepted) is at
-  // least min_joint[j], the acceptance at which the controller's cost model breaks even on
-  // that draft. Empty: no such cut-off (fixed drafting, cheap drafters).
-  std::vector<float> min_joint;
   // Results: at most max_draft tokens, and for a sampled draft (temperature > 0) the distribution
   // each token was drawn from; q is empty when the draft is deterministic.
   std::vector<int32_t> draft;
   std::vector<TokenDistribution> q;
-  bool cut_unsure = false;  // drafting stopped at a min_joint cut-off (not at max_draft or p_min)
 };
 
 class Drafter {

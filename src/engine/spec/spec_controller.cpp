@@ -39,7 +39,7 @@ bool SpecAcceptance::hold() {
 }
 
 void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {
-  for (SpecCandidate& s : c) s.k = 0, s.break_even.clear();
+  for (SpecCandidate& s : c) s.k = 0;
   if (!cost_ || cost_->empty()) {
     for (SpecCandidate& s : c) s.k = s.max_k;
     return;
@@ -65,8 +65,6 @@ void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) 
       done[static_cast<size_t>(best)] = 1;  // no longer pays for this one (its gains only shrink)
       continue;
     }
-    // (expected + g) / (seconds + extra) > expected / seconds  <=>  g > expected * extra / seconds.
-    b.break_even.push_back(expected * extra / seconds);
     ++b.k;
     ++tokens;
     expected += best_gain;

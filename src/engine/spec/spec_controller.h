@@ -47,10 +47,6 @@ struct SpecCandidate {
   // Seconds the first draft costs on top of draft_cost: the (amortized) catch-up of a draft
   // model whose K/V lags the sequence because it did not draft for a while.
   double first_cost = 0.0;
-  // [k] for each chosen draft, the probability of being accepted (jointly with the drafts
-  // before it) at which it breaks even: the step's expected tokens per second are the same with
-  // and without it. A model drafter stops below it (DraftSlot::min_joint).
-  std::vector<double> break_even;
 };
 
 class SpecController {
