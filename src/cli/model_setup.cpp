@@ -155,7 +155,9 @@ void add_spec_options(CLI::App& cmd, SpecOptions& o) {
   cmd.add_option("--draft-min", o.draft_min, "Fewest drafted tokens worth verifying (default 0)")
       ->check(CLI::Range(0, 64));
   cmd.add_option("--draft-p-min", o.draft_p_min,
-                 "Model drafters stop when their most likely token is less likely than this (default 0.75)")
+                 "Model drafters stop when their most likely token is less likely than this (default 0: "
+                 "the adaptive draft length, from the acceptance and the measured step and draft costs, "
+                 "decides)")
       ->check(CLI::Range(0.0, 1.0));
   cmd.add_flag("--spec-fixed", o.fixed,
                "Always draft --draft-max tokens (default: lengths adapt to acceptance and step cost)");

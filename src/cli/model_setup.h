@@ -77,7 +77,7 @@ struct SpecOptions {
   std::string methods;  // --spec METHOD[,METHOD]
   int32_t draft_max = 16;
   int32_t draft_min = 0;
-  float draft_p_min = 0.75f;
+  float draft_p_min = 0.0f;
   bool fixed = false;  // --spec-fixed: always draft draft_max (no adaptive lengths)
   std::string calibration_file;
 };

@@ -64,7 +64,8 @@ void EngineCore::calibrate_cost_model() {
 void EngineCore::plan_speculation() {
   std::vector<Sequence*> seqs;
   std::vector<SpecCandidate> cands;
-  std::vector<uint8_t> resting;  // per candidate: its model drafter is rested this step
+  std::vector<uint8_t> resting;       // per candidate: its model drafter is rested this step
+  std::vector<double> measured_cost;  // per candidate: measured seconds per draft token (0: none yet)
   int64_t base_tokens = 0;
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
@@ -90,11 +91,12 @@ void EngineCore::plan_speculation() {
       continue;
     }
     // Relative costs for now (in target decode steps); seconds once the cost model is there.
-    double cost = 0.0, catch_up = 0.0;
+    double cost = 0.0, catch_up = 0.0, measured = 0.0;
     for (const DraftMethodSpec& m : r.spec.methods) {
       const Drafter* d = drafter_for(m);
       if (!d) continue;
       cost = std::max(cost, d->relative_cost());
+      measured = std::max(measured, d->measured_token_seconds());
       if (const int64_t lag = d->lag(s->uid, s->tokens); lag > 0)
         catch_up = std::max(catch_up, d->relative_cost() * static_cast<double>(lag));
     }
@@ -105,14 +107,17 @@ void EngineCore::plan_speculation() {
     // steps it can still serve (at most 16 ahead: text changes character, and so does alpha).
     c.first_cost = catch_up / static_cast<double>(std::clamp<int64_t>(cap, 1, 16));
     cands.push_back(c);
+    measured_cost.push_back(measured);
   }
   if (seqs.empty()) return;
   bool adaptive = false;
   for (Sequence* s : seqs) adaptive = adaptive || s->request->spec.adaptive;
   if (adaptive) calibrate_cost_model();
   const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
-  for (SpecCandidate& c : cands) {
-    c.draft_cost *= step1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    SpecCandidate& c = cands[i];
+    // What drafting has really cost so far; before the first draft, the weight-byte ratio.
+    c.draft_cost = measured_cost[i] > 0.0 ? measured_cost[i] : c.draft_cost * step1;
     // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
     // n-token step per token (much less than a decode), times the drafter's relative cost.
     const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "backend/cpu/few_token_f16.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_kernels.h"
 #include "core/check.h"
@@ -249,6 +250,50 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   });
 }
 
+// F16 weights, 2..kFewTokensMax tokens (a speculative verification step): the activations are
+// rounded to half precision and widened to float once, then every weight row tile is streamed
+// once, in decode's guided chunks, against all the tokens (few_token_f16.h).
+void matmul_few_f16(ThreadPool& pool, const PackedMatrix& w, const FewTokenF16Kernels& few, const float* x,
+                    float* y, int64_t n_tokens) {
+  const TypeKernels& k = type_kernels(w.type());
+  const int64_t n_in = w.n_in(), n_out = w.n_out();
+  const size_t half_bytes = row_bytes(TensorType::F16, n_in) * static_cast<size_t>(n_tokens);
+  uint8_t* buf = t_scratch.get(half_bytes + static_cast<size_t>(n_tokens * n_in) * sizeof(float) + 64);
+  uint8_t* half = buf;                                                      // [n_tokens, n_in] F16
+  auto* act = reinterpret_cast<float*>(buf + (half_bytes + 63) / 64 * 64);  // [n_tokens, n_in]
+
+  const int tr = few.tile_rows;
+  const int64_t n_row_tiles = ceil_div(n_out, tr);
+  const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
+  const WorkGrid grid = make_grid(n_row_tiles, w.row_stride() * tr, 1, serial ? 1 : pool.size());
+  std::atomic<int64_t> next{0};
+  SpinBarrier barrier(serial ? 1 : pool.size());
+
+  run_parallel(pool, serial, [&](int ith, int nth) {
+    // Phase 1: this thread's share of the tokens' elements, in 64-element pieces.
+    constexpr int64_t kPiece = 64;
+    const int64_t pieces = ceil_div(n_in, kPiece);
+    auto [u0, u1] = split_range(n_tokens * pieces, ith, nth);
+    for (; u0 < u1; ++u0) {
+      const int64_t t = u0 / pieces, e0 = (u0 % pieces) * kPiece, e = std::min(kPiece, n_in - e0);
+      uint8_t* h = half + (t * n_in + e0) * 2;
+      k.from_float(x + t * n_in + e0, h, e);
+      few.widen(h, act + t * n_in + e0, e);
+    }
+    barrier.arrive_and_wait();
+    for_each_item(next, grid.n_items(), [&](int64_t item) {
+      // One row tile at a time: its rows stay in L1 while every token passes over them.
+      const auto [rt0, rt1] = grid.chunk(item);
+      for (int64_t rt = rt0; rt < rt1; ++rt) {
+        const int64_t r0 = rt * tr;
+        const int nr = static_cast<int>(std::min<int64_t>(tr, n_out - r0));
+        few.gemm(n_in, nr, static_cast<int>(n_tokens), w.data() + r0 * w.row_stride(), w.row_stride(), act,
+                 static_cast<size_t>(n_in), y + r0, static_cast<size_t>(n_out));
+      }
+    });
+  });
+}
+
 // Auto packs the interleaved copy where a SIMD level has kernels for it (every level but
 // scalar), else a copy of the rows.
 bool auto_interleaves(TensorType type) {
@@ -332,10 +377,17 @@ uint8_t* PackedMatrix::allocate(size_t bytes) {
 void matmul(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, int64_t n_tokens) {
   STRATA_CHECK(n_tokens >= 0);
   if (n_tokens == 0) return;
-  if (w.interleaved())
+  if (w.interleaved()) {
     matmul_interleaved(pool, w, x, y, n_tokens);
-  else
-    matmul_rows(pool, w, x, y, n_tokens);
+    return;
+  }
+  if (w.type() == TensorType::F16 && n_tokens >= 2 && n_tokens <= kFewTokensMax) {
+    if (const FewTokenF16Kernels* few = few_token_f16_kernels(isa_level())) {
+      matmul_few_f16(pool, w, *few, x, y, n_tokens);
+      return;
+    }
+  }
+  matmul_rows(pool, w, x, y, n_tokens);
 }
 
 IsaLevel matmul_kernel_level(const PackedMatrix& w) {

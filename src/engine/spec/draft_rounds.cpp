@@ -1,6 +1,7 @@
 #include "engine/spec/draft_rounds.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/check.h"
@@ -39,6 +40,16 @@ bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>&
 
 }  // namespace
 
+void DraftTiming::observe(int64_t n_tokens, double seconds) {
+  if (n_tokens <= 0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
+  double per_token = seconds / static_cast<double>(n_tokens);
+  if (++n_ == 1) return;
+  if (n_ > 3) per_token = std::min(per_token, 3.0 * mean_);
+  // An even mean over the first rounds, then about the last 20 (the load changes).
+  const double w = std::max(1.0 / static_cast<double>(n_ - 1), 0.05);
+  mean_ += w * (per_token - mean_);
+}
+
 std::vector<int64_t> run_draft_rounds(const DraftRoundsInput& in, std::span<DraftSlot* const> slots,
                                       const std::vector<int64_t>& start) {
   STRATA_CHECK(start.size() == slots.size());
@@ -68,7 +79,12 @@ std::vector<int64_t> run_draft_rounds(const DraftRoundsInput& in, std::span<Draf
   TokenDistribution q;
   std::vector<int32_t> accepted_in_constraint(slots.size(), 0);
   while (batch.n_tokens() > 0) {
+    const int64_t n_drafting = std::count(active.begin(), active.end(), uint8_t{1});
+    const auto t0 = std::chrono::steady_clock::now();
     const float* logits = in.executor->execute({}, batch);
+    if (in.timing && n_drafting == batch.n_tokens())
+      in.timing->observe(n_drafting,
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     int64_t row = 0;
     for (size_t i = 0; i < slots.size(); ++i) {
       if (!active[i]) continue;

@@ -120,6 +120,7 @@ void ModelDrafter::draft(std::span<DraftSlot* const> slots) {
   DraftRoundsInput in;
   in.executor = executor_.get();
   in.n_vocab = static_cast<int32_t>(model_->config().n_vocab);
+  in.timing = &timing_;
   const std::vector<int64_t> n_fed = run_draft_rounds(in, slots, start);
   if (!shares_kv_) record_fed(slots, start, n_fed);
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/executor.h"
+#include "engine/spec/draft_rounds.h"
 #include "engine/spec/drafter.h"
 
 namespace strata {
@@ -27,6 +28,7 @@ class ModelDrafter final : public Drafter {
   void allocate_kv(int32_t n_blocks, KvStorage& target_kv) override;
   void copy_blocks(const std::vector<BlockCopy>& copies) override;
   double relative_cost() const override { return relative_cost_; }
+  double measured_token_seconds() const override { return timing_.seconds_per_token(); }
   int64_t lag(uint64_t seq_id, const std::vector<int32_t>& tokens) const override;
 
   const Model& model() const { return *model_; }
@@ -48,6 +50,7 @@ class ModelDrafter final : public Drafter {
   bool shares_kv_ = false;
   std::unique_ptr<Executor> executor_;
   double relative_cost_ = 0.0;
+  DraftTiming timing_;
   // Own KV, per sequence: the tokens whose draft K/V are stored (positions 0..n-1, possibly
   // including drafts that were later rejected: only the common prefix with the sequence is
   // valid). The draft's K/V lags the target's while the sequence does not draft and catches up

@@ -126,6 +126,7 @@ void SkipLayerDrafter::draft(std::span<DraftSlot* const> slots) {
   in.executor = &target_;
   in.skip_layers = &skip_;
   in.n_vocab = static_cast<int32_t>(target_.config().n_vocab);
+  in.timing = &timing_;
   run_draft_rounds(in, slots, start);
 }
 

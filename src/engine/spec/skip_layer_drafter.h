@@ -7,6 +7,7 @@
 #pragma once
 
 #include "engine/executor.h"
+#include "engine/spec/draft_rounds.h"
 #include "engine/spec/drafter.h"
 
 namespace strata {
@@ -22,6 +23,7 @@ class SkipLayerDrafter final : public Drafter {
   bool uses_kv() const override { return true; }
   void draft(std::span<DraftSlot* const> slots) override;
   double relative_cost() const override;
+  double measured_token_seconds() const override { return timing_.seconds_per_token(); }
 
   // [n_layer] 1 = skipped (empty until calibrated).
   const std::vector<uint8_t>& skipped() const { return skip_; }
@@ -34,6 +36,7 @@ class SkipLayerDrafter final : public Drafter {
   std::vector<int32_t> calibration_;
   int32_t draft_max_;
   std::vector<uint8_t> skip_;
+  DraftTiming timing_;
 };
 
 // Expected speed-up of drafting with acceptance alpha at relative draft cost c per token, with

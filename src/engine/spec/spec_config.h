@@ -31,9 +31,13 @@ struct SpecConfig {
   std::vector<DraftMethodSpec> methods;  // empty: speculation off
   int32_t draft_max = 16;                // most drafted tokens per sequence and step
   int32_t draft_min = 0;                 // a proposal shorter than this is dropped
-  float draft_p_min = 0.75f;             // model drafters stop when their top token is less likely
-  bool adaptive = true;                  // draft lengths chosen by acceptance and step cost
-  std::string calibration_text;          // skip:auto: calibrate on this text (empty: first prompt)
+  // Model drafters stop when their top token is less likely than this. 0 (not llama.cpp's 0.75):
+  // a self-draft agrees with the target far more often than its own top probability says (78%
+  // accepted at p_min 0 on the benchmark's 1.1B model, nothing proposed at 0.75), and the
+  // adaptive controller already sizes drafts by the measured acceptance and costs.
+  float draft_p_min = 0.0f;
+  bool adaptive = true;          // draft lengths chosen by acceptance and step cost
+  std::string calibration_text;  // skip:auto: calibrate on this text (empty: first prompt)
 
   bool enabled() const { return !methods.empty() && draft_max > 0; }
 };
