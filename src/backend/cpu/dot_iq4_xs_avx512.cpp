@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/dot_iq4_xs_simd.h"  // iq4_xs_chunk_scales
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/simd_avx2.h"
 #include "backend/cpu/tile_dispatch.h"
@@ -45,18 +46,7 @@ struct Iq4XsTile512 {
 
   static Row load_row(const uint8_t* blk) {
     Row row;
-    uint16_t h;
-    uint32_t l;
-    std::memcpy(&h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
-    std::memcpy(&l, blk + offsetof(BlockIQ4_XS, scales_l), 4);
-    // int32 lane i: low 4 bits from nibble i of scales_l, high 2 bits from bits 2i, 2i + 1 of scales_h.
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)),
-                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                        _mm256_set1_epi32(0x0f));
-    const __m256i hi = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-        _mm256_set1_epi32(3));
-    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m256i ls = iq4_xs_chunk_scales(blk);
     row.scales = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(ls));
     row.qs = blk + offsetof(BlockIQ4_XS, qs);
     row.f = load_half(blk + offsetof(BlockIQ4_XS, d));

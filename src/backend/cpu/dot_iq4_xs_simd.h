@@ -34,6 +34,22 @@
 namespace strata::cpu {
 namespace {
 
+// The 6-bit scales of a super-block's 8 chunks, minus 32, as int32 lanes: lane i takes its low
+// 4 bits from nibble i of scales_l, its high 2 bits from bits 2i, 2i + 1 of scales_h.
+static inline __m256i iq4_xs_chunk_scales(const uint8_t* blk) {
+  uint16_t h;
+  uint32_t l;
+  std::memcpy(&h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
+  std::memcpy(&l, blk + offsetof(BlockIQ4_XS, scales_l), 4);
+  const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)),
+                                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                      _mm256_set1_epi32(0x0f));
+  const __m256i hi =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                       _mm256_set1_epi32(3));
+  return _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+}
+
 // acc + the int16 pairs of p times sc, summed into int32 lanes (exact either way).
 static inline __m256i iq4_xs_madd_acc(__m256i acc, __m256i p, __m256i sc) {
 #if defined(__AVXVNNI__)
@@ -54,18 +70,7 @@ struct Iq4XsTile {
 
   static Row load_row(const uint8_t* blk) {
     Row row;
-    uint16_t h;
-    uint32_t l;
-    std::memcpy(&h, blk + offsetof(BlockIQ4_XS, scales_h), 2);
-    std::memcpy(&l, blk + offsetof(BlockIQ4_XS, scales_l), 4);
-    // int32 lane i: low 4 bits from nibble i of scales_l, high 2 bits from bits 2i, 2i + 1 of scales_h.
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)),
-                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                        _mm256_set1_epi32(0x0f));
-    const __m256i hi = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-        _mm256_set1_epi32(3));
-    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m256i ls = iq4_xs_chunk_scales(blk);
     const __m128i s16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
     row.scales = _mm256_broadcastsi128_si256(s16);
     row.qs = blk + offsetof(BlockIQ4_XS, qs);
