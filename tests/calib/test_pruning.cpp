@@ -196,14 +196,44 @@ void lowest(const std::vector<std::pair<double, int64_t>>& v0, int64_t k,
   for (int64_t i = 0; i < k; ++i) mark(v[static_cast<size_t>(i)].second);
 }
 
-void reference_sparsegpt(std::vector<double>& W, int64_t rows, int64_t n, const std::vector<float>& gram,
-                         const SparsityPattern& p, double damp, int64_t B, std::vector<uint8_t>& mask) {
+// U with U^T U = (H + damp * mean(diag H) I)^-1; the damped diagonal into *diag when given.
+std::vector<double> damped_factor(const std::vector<float>& gram, int64_t n, double damp,
+                                  std::vector<float>* diag = nullptr) {
   std::vector<double> H(gram.begin(), gram.end());
   double mean = 0;
   for (int64_t i = 0; i < n; ++i) mean += H[static_cast<size_t>(i * n + i)];
   mean /= static_cast<double>(n);
   for (int64_t i = 0; i < n; ++i) H[static_cast<size_t>(i * n + i)] += damp * mean;
-  const std::vector<double> U = upper_cholesky(inverse(H, n), n);
+  if (diag)
+    for (int64_t i = 0; i < n; ++i) diag->push_back(static_cast<float>(H[static_cast<size_t>(i * n + i)]));
+  return upper_cholesky(inverse(H, n), n);
+}
+
+// Column j of row r set to q: e = (w_rj - q) / U_jj into err ([rows][i2 - i1]) and
+// W[r, j:i2] -= e U[j, j:i2].
+void set_column(std::vector<double>& W, int64_t n, const std::vector<double>& U, int64_t r, int64_t j,
+                int64_t i1, int64_t i2, double q, std::vector<double>& err) {
+  double* w = W.data() + r * n;
+  const double* u = U.data() + j * n;
+  const double e = (w[j] - q) / u[j];
+  err[static_cast<size_t>(r * (i2 - i1) + j - i1)] = e;
+  for (int64_t k = j; k < i2; ++k) w[k] -= e * u[k];
+  w[j] = q;
+}
+
+// The end of batch [i1, i2): W[:, i2:] -= Err U[i1:i2, i2:].
+void carry_batch(std::vector<double>& W, int64_t rows, int64_t n, const std::vector<double>& U,
+                 const std::vector<double>& err, int64_t i1, int64_t i2) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = i2; k < n; ++k)
+      for (int64_t j = i1; j < i2; ++j)
+        W[static_cast<size_t>(r * n + k)] -=
+            err[static_cast<size_t>(r * (i2 - i1) + j - i1)] * U[static_cast<size_t>(j * n + k)];
+}
+
+void reference_sparsegpt(std::vector<double>& W, int64_t rows, int64_t n, const std::vector<float>& gram,
+                         const SparsityPattern& p, double damp, int64_t B, std::vector<uint8_t>& mask) {
+  const std::vector<double> U = damped_factor(gram, n, damp);
   auto u = [&](int64_t i, int64_t j) { return U[static_cast<size_t>(i * n + j)]; };
   auto w = [&](int64_t r, int64_t c) -> double& { return W[static_cast<size_t>(r * n + c)]; };
   mask.assign(static_cast<size_t>(rows * n), 0);
@@ -225,18 +255,10 @@ void reference_sparsegpt(std::vector<double>& W, int64_t rows, int64_t n, const 
           for (int64_t c = j; c < j + p.m; ++c) s.emplace_back(w(r, c) * w(r, c) / (u(c, c) * u(c, c)), c);
           lowest(s, p.n, [&](int64_t c) { mask[static_cast<size_t>(r * n + c)] = 1; });
         }
-      for (int64_t r = 0; r < rows; ++r) {
-        const double q = mask[static_cast<size_t>(r * n + j)] ? 0.0 : w(r, j);
-        const double e = (w(r, j) - q) / u(j, j);
-        err[static_cast<size_t>(r * (i2 - i1) + j - i1)] = e;
-        for (int64_t k = j; k < i2; ++k) w(r, k) -= e * u(j, k);
-        w(r, j) = q;
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        set_column(W, n, U, r, j, i1, i2, mask[static_cast<size_t>(r * n + j)] ? 0.0 : w(r, j), err);
     }
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = i2; k < n; ++k)
-        for (int64_t j = i1; j < i2; ++j)
-          w(r, k) -= err[static_cast<size_t>(r * (i2 - i1) + j - i1)] * u(j, k);
+    carry_batch(W, rows, n, U, err, i1, i2);
   }
 }
 
@@ -332,16 +354,8 @@ std::vector<double> reference_joint(TensorType type, const std::vector<float>& w
                                     int64_t mask_batch, int64_t batch, std::vector<uint8_t>& mask) {
   std::vector<double> pruned(w0.begin(), w0.end());
   reference_sparsegpt(pruned, rows, n, gram, p, damp, mask_batch, mask);
-  std::vector<double> H(gram.begin(), gram.end());
-  double mean = 0;
-  for (int64_t i = 0; i < n; ++i) mean += H[static_cast<size_t>(i * n + i)];
-  mean /= static_cast<double>(n);
-  std::vector<float> imp(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    H[static_cast<size_t>(i * n + i)] += damp * mean;
-    imp[static_cast<size_t>(i)] = static_cast<float>(H[static_cast<size_t>(i * n + i)]);
-  }
-  const std::vector<double> U = upper_cholesky(inverse(H, n), n);
+  std::vector<float> imp;
+  const std::vector<double> U = damped_factor(gram, n, damp, &imp);
   auto u = [&](int64_t i, int64_t j) { return U[static_cast<size_t>(i * n + j)]; };
   std::vector<double> W(w0.begin(), w0.end());
   auto w = [&](int64_t r, int64_t c) -> double& { return W[static_cast<size_t>(r * n + c)]; };
@@ -371,16 +385,10 @@ std::vector<double> reference_joint(TensorType type, const std::vector<float>& w
       for (int64_t r = 0; r < rows; ++r) {
         const ElementGrid& g = grids[static_cast<size_t>(r * B + (j - i1) % B)];
         const double q = pruned_at(r, j) ? 0.0 : grid_value(g, nearest_level(g, static_cast<float>(w(r, j))));
-        const double e = (w(r, j) - q) / u(j, j);
-        err[static_cast<size_t>(r * (i2 - i1) + j - i1)] = e;
-        for (int64_t k = j; k < i2; ++k) w(r, k) -= e * u(j, k);
-        w(r, j) = q;
+        set_column(W, n, U, r, j, i1, i2, q, err);
       }
     }
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = i2; k < n; ++k)
-        for (int64_t j = i1; j < i2; ++j)
-          w(r, k) -= err[static_cast<size_t>(r * (i2 - i1) + j - i1)] * u(j, k);
+    carry_batch(W, rows, n, U, err, i1, i2);
   }
   return W;
 }
