@@ -15,6 +15,7 @@
 // 32 MiB L3.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -320,6 +321,44 @@ void BM_ModelDecode(benchmark::State& state) {
   set_label(state, *m.mats[0].packed, "tinyllama-1.1b decode");
 }
 
+// Decode against its roofline on a host whose read bandwidth moves between seconds: read passes
+// and decode tokens alternate (read, token, read, token, …, read), and each token's GB/s is
+// divided by the mean of the two passes beside it. Reports the median of those ratios (of_bw)
+// with the lowest and highest, and the medians of both rates.
+void BM_DecodeRoofline(benchmark::State& state) {
+  const TensorType type = type_arg(state.range(0));
+  const int pairs = static_cast<int>(state.range(1));
+  const Model& m = model(type);
+  ReadBandwidthProbe probe(pool());
+  std::vector<float> x(5632, 0.25f), y(32000);
+  forward(m, x.data(), y.data(), 1);  // warm-up
+  std::vector<double> ratio, decode_bw, read_bw;
+  for (auto _ : state) {
+    double before = probe.pass();
+    for (int i = 0; i < pairs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      forward(m, x.data(), y.data(), 1);
+      benchmark::DoNotOptimize(y.data());
+      const double dec = static_cast<double>(m.bytes) / seconds_since(t0);
+      const double after = probe.pass();
+      ratio.push_back(dec / (0.5 * (before + after)));
+      decode_bw.push_back(dec);
+      read_bw.push_back(after);
+      before = after;
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["of_bw"] = median(ratio);
+  state.counters["of_bw_min"] = *std::min_element(ratio.begin(), ratio.end());
+  state.counters["of_bw_max"] = *std::max_element(ratio.begin(), ratio.end());
+  state.counters["GB/s"] = median(decode_bw) / 1e9;
+  state.counters["read_GB/s"] = median(read_bw) / 1e9;
+  set_label(state, *m.mats[0].packed, "tinyllama-1.1b decode vs adjacent read passes");
+}
+
 void BM_ModelPrefill(benchmark::State& state) {
   const TensorType type = type_arg(state.range(0));
   const Model& m = model(type);
@@ -379,7 +418,7 @@ void gemm_args(benchmark::internal::Benchmark* b) {
     for (int64_t s : {0, 1, 4, 6}) b->Args({t, s, kPrefillTokens});
   // Batched decode: a few tokens per step from as many sequences (the serving engine's shape).
   for (int64_t t = 0; t < 2; ++t)
-    for (int64_t n : {4, 16, 64}) b->Args({t, 4, n});
+    for (int64_t n : {4, 8, 12, 16, 32, 64, 128}) b->Args({t, 4, n});
 }
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
@@ -390,6 +429,11 @@ BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime
 BENCHMARK(BM_W8A8Gemm)->Apply(w8a8_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_W8A8Gemv)->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ModelDecode)->DenseRange(0, kNumTypes - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DecodeRoofline)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, kNumTypes - 1, 1), {25}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 BENCHMARK(BM_ModelPrefill)
     ->Arg(0)
     ->Arg(1)
