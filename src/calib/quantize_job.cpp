@@ -7,7 +7,6 @@
 #include <memory>
 #include <set>
 
-#include "calib/embedding_hessian.h"
 #include "calib/layer_folds.h"
 #include "calib/overlay_model_file.h"
 #include "calib/progress.h"
@@ -94,9 +93,6 @@ class Job {
   MatrixJob make_job(const TensorInfo& t, TensorType type, int mat, const float* w);
   void process_layer(int64_t layer);
   void process_matrix(size_t index);  // outside the layers, or not part of a fold
-  // The statistics GPTQ quantizes an untied embedding of rows n_embd wide with (none when the
-  // file has no matching output matrix).
-  std::optional<InputStats> output_path_stats(int64_t n_embd);
   void record(size_t index, OutTensor out, MatrixReport rep);
   void write();
   void reload_quantized_prefix();
@@ -241,34 +237,13 @@ void Job::process_matrix(size_t index) {
   // output's inputs and move error into the rows the lookup reads (measured: GPTQ on the tied
   // embedding of tinystories656k alone raised the KLD 1.4x). It gets imatrix-weighted rounding.
   if (t.name == "token_embd.weight" && tied_embeddings()) mq.method = Method::Rtn;
-  const bool embedding = t.name == "token_embd.weight" && !tied_embeddings() && o_.embedding_gptq &&
-                         uses_gptq(o_.method) && n_mat == 1;
-  if (embedding) mq.method = Method::Gptq;  // no AWQ folds: nothing feeds the lookup
   MatrixReport rep;
   for (int64_t e = 0; e < n_mat; ++e) {
     MatrixJob j = make_job(t, p.type, static_cast<int>(e), w.data() + e * slice);
-    if (embedding) j.in = j.in_orig = output_path_stats(t.ne[0]);
     MatrixReport r = quantize_matrix(j, mq, o.data.data() + static_cast<size_t>(e) * slice_bytes, &pool_);
     if (e == 0) rep = r;
   }
   record(index, std::move(o), std::move(rep));
-}
-
-std::optional<InputStats> Job::output_path_stats(int64_t n_embd) {
-  const TensorInfo* out = src_->find_tensor("output.weight");
-  if (!out || out->n_dims != 2 || out->ne[0] != n_embd) return std::nullopt;
-  const std::vector<float> w_out = dequantized(*out);
-  std::vector<float> gamma;
-  if (const TensorInfo* norm = src_->find_tensor("output_norm.weight"); norm && norm->n_elements() == n_embd)
-    gamma = dequantized(*norm);
-  InputStats in;
-  in.n = n_embd;
-  in.gram = embedding_hessian(w_out.data(), out->ne[1], n_embd, gamma.empty() ? nullptr : gamma.data(),
-                              &pool_);
-  in.msq.resize(static_cast<size_t>(n_embd));
-  for (int64_t i = 0; i < n_embd; ++i) in.msq[static_cast<size_t>(i)] = in.gram[static_cast<size_t>(i * n_embd + i)];
-  in.mean_abs = in.msq;
-  return in;
 }
 
 void Job::process_layer(int64_t layer) {

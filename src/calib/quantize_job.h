@@ -31,9 +31,6 @@ struct QuantizeJobOptions {
   // Calibrate each layer on the outputs of the layers before it, already quantized (the GPTQ
   // paper's order; one calibration pass per layer) instead of on the unquantized model.
   bool sequential = false;
-  // GPTQ / AWQ+GPTQ: quantize an untied token embedding by GPTQ with the output path's Hessian
-  // (calib/embedding_hessian.h) instead of rounding it to nearest.
-  bool embedding_gptq = false;
   int64_t metric_rows = 128;
   int threads = 0;
 };

@@ -80,7 +80,8 @@ MatrixReport quantize_matrix(const MatrixJob& j, const MatrixQuantOptions& o, vo
       rep.how = "gptq+refit";
     }
     for (int round = 0; round < o.gptq.descent_rounds; ++round) {
-      descend_levels(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, o.gptq.descent_sweeps, out, pool);
+      descend_levels(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, o.gptq.descent_sweeps, out,
+                     pool);
       if (o.gptq.refit_scales && has_refittable_scales(m.type))
         refit_block_scales(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, out, pool);
     }

@@ -129,9 +129,6 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--gptq-descent-sweeps", o.gptq.descent_sweeps,
                  "GPTQ: column sweeps per descent round at most (default 8)")
       ->check(CLI::Range(1, 1000));
-  cmd.add_flag("--gptq-embedding", o.embedding_gptq,
-               "GPTQ: quantize an untied token embedding by GPTQ with the output path's Hessian "
-               "(diag(output_norm) W_out^T W_out diag(output_norm)) instead of rounding it");
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")

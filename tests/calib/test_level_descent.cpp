@@ -82,10 +82,11 @@ std::vector<uint8_t> gptq(const Layer& L, TensorType t, double damp) {
 }
 
 // The reference: cyclic coordinate descent on one Q4_0 row, in float64. Returns the levels.
-std::vector<int> reference_q4_0_row(const std::vector<double>& H, const float* w, const uint8_t* row, int64_t n,
-                                    int max_sweeps) {
+std::vector<int> reference_q4_0_row(const std::vector<double>& H, const float* w, const uint8_t* row,
+                                    int64_t n, int max_sweeps) {
   std::vector<int> lv(static_cast<size_t>(n));
-  std::vector<double> d(static_cast<size_t>(n / 32)), v(static_cast<size_t>(n)), g(static_cast<size_t>(n), 0.0);
+  std::vector<double> d(static_cast<size_t>(n / 32)), v(static_cast<size_t>(n)),
+      g(static_cast<size_t>(n), 0.0);
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* blk = row + b * 18;
     fp16_t h;
@@ -135,7 +136,8 @@ TEST(LevelDescent, Q4_0MatchesTheFloat64Reference) {
   const size_t rb = row_bytes(TensorType::Q4_0, L.n_in);
   double sum_before = 0, sum_after = 0;
   for (int64_t r = 0; r < L.n_out; ++r) {
-    const std::vector<int> expect = reference_q4_0_row(H, L.w.data() + r * L.n_in, before.data() + r * rb, L.n_in, 8);
+    const std::vector<int> expect =
+        reference_q4_0_row(H, L.w.data() + r * L.n_in, before.data() + r * rb, L.n_in, 8);
     for (int64_t b = 0; b < L.n_in / 32; ++b) {
       const uint8_t* blk = q.data() + r * rb + b * 18;
       ASSERT_EQ(std::memcmp(blk, before.data() + r * rb + b * 18, 2), 0) << "scale moved, row " << r;
@@ -144,7 +146,8 @@ TEST(LevelDescent, Q4_0MatchesTheFloat64Reference) {
         EXPECT_EQ(blk[2 + j] >> 4, expect[b * 32 + j + 16]) << "row " << r << " element " << b * 32 + j + 16;
       }
     }
-    sum_before += quad_error(H, L.w.data() + r * L.n_in, dequantized(TensorType::Q4_0, before.data(), r, L.n_in));
+    sum_before +=
+        quad_error(H, L.w.data() + r * L.n_in, dequantized(TensorType::Q4_0, before.data(), r, L.n_in));
     sum_after += quad_error(H, L.w.data() + r * L.n_in, dequantized(TensorType::Q4_0, q.data(), r, L.n_in));
   }
   EXPECT_LT(sum_after, 0.99 * sum_before);  // GPTQ's greedy levels are not a coordinate-wise optimum
@@ -159,8 +162,9 @@ TEST(LevelDescent, EndsAtACoordinateMinimumWithTheBlockParametersKept) {
     TensorType type;
     int64_t n_in;
   };
-  for (const Case c : {Case{TensorType::Q4_0, 64}, Case{TensorType::Q5_0, 96}, Case{TensorType::Q4_1, 64},
-                       Case{TensorType::IQ4_NL, 64}, Case{TensorType::Q4_K, 256}, Case{TensorType::Q6_K, 256}}) {
+  for (const Case c :
+       {Case{TensorType::Q4_0, 64}, Case{TensorType::Q5_0, 96}, Case{TensorType::Q4_1, 64},
+        Case{TensorType::IQ4_NL, 64}, Case{TensorType::Q4_K, 256}, Case{TensorType::Q6_K, 256}}) {
     SCOPED_TRACE(type_name(c.type));
     const double damp = 0.01;
     const Layer L = make_layer(7, c.n_in, 11);
@@ -174,7 +178,8 @@ TEST(LevelDescent, EndsAtACoordinateMinimumWithTheBlockParametersKept) {
     std::vector<int> lv(static_cast<size_t>(B));
     for (int64_t r = 0; r < L.n_out; ++r) {
       const float* w = L.w.data() + r * n;
-      const std::vector<double> v0 = dequantized(c.type, before.data(), r, n), v1 = dequantized(c.type, q.data(), r, n);
+      const std::vector<double> v0 = dequantized(c.type, before.data(), r, n),
+                                v1 = dequantized(c.type, q.data(), r, n);
       const double e0 = quad_error(H, w, v0), e1 = quad_error(H, w, v1);
       EXPECT_LE(e1, e0 * (1 + 1e-6)) << "row " << r;
       std::vector<double> gr(static_cast<size_t>(n), 0.0);  // H (v - w)
@@ -205,8 +210,8 @@ TEST(LevelDescent, DeadColumnsAndZeroRowsStayFinite) {
   for (int64_t j = 0; j < 64; ++j) L.gram[5 * 64 + j] = L.gram[j * 64 + 5] = 0;  // column 5 never excited
   for (int64_t i = 0; i < 64; ++i) L.w[2 * 64 + i] = 0;                          // an all-zero row
   std::vector<uint8_t> q = gptq(L, TensorType::Q4_0, 0.01);
-  const LevelDescentReport rep =
-      descend_levels(TensorType::Q4_0, L.w.data(), L.n_out, L.n_in, L.gram.data(), 0.01, 8, q.data(), nullptr);
+  const LevelDescentReport rep = descend_levels(TensorType::Q4_0, L.w.data(), L.n_out, L.n_in, L.gram.data(),
+                                                0.01, 8, q.data(), nullptr);
   EXPECT_TRUE(std::isfinite(rep.error_after));
   EXPECT_LE(rep.error_after, rep.error_before);
   for (int64_t r = 0; r < L.n_out; ++r) {
