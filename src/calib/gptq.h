@@ -42,6 +42,10 @@ struct GptqOptions {
   // After the column pass, refit each block's f16 scale (and min) by least squares over the whole
   // row under the damped Hessian (calib/scale_refit.h), for the types where that is linear.
   bool refit_scales = true;
+  // Then this many rounds of coordinate descent on the levels (calib/level_descent.h), each
+  // followed by the refit when it is on: levels given the scales, scales given the levels.
+  int descent_rounds = 0;
+  int descent_sweeps = 8;  // column sweeps per round at most
 };
 
 // w: [n_out, n_in] f32; gram: [n_in, n_in] symmetric (sum of x x^T over the calibration rows);

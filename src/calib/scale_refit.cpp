@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "calib/damped_hessian.h"
 #include "calib/dense_gemm.h"
 #include "calib/linalg.h"
 #include "core/check.h"
@@ -199,26 +200,7 @@ ScaleRefitReport refit_block_scales(TensorType type, const float* w, int64_t n_o
   p.w = w;
   p.q = static_cast<uint8_t*>(q);
 
-  // GPTQ's damping, with columns the calibration never excited given unit curvature and no
-  // coupling to the others.
-  std::vector<char> dead(static_cast<size_t>(n_in));
-  double mean_diag = 0;
-  for (int64_t i = 0; i < n_in; ++i) {
-    const float d = gram[i * n_in + i];
-    dead[static_cast<size_t>(i)] = !(std::isfinite(d) && d > 0);
-    mean_diag += dead[static_cast<size_t>(i)] ? 1.0 : d;
-  }
-  mean_diag /= static_cast<double>(n_in);
-  p.H.resize(static_cast<size_t>(n_in * n_in));
-  for (int64_t i = 0; i < n_in; ++i)
-    for (int64_t j = 0; j < n_in; ++j) {
-      const float v = gram[i * n_in + j];
-      const bool zero = dead[static_cast<size_t>(i)] || dead[static_cast<size_t>(j)] || !std::isfinite(v);
-      p.H[static_cast<size_t>(i * n_in + j)] = zero ? 0.0f : v;
-    }
-  for (int64_t i = 0; i < n_in; ++i)
-    p.H[static_cast<size_t>(i * n_in + i)] +=
-        static_cast<float>((dead[static_cast<size_t>(i)] ? 1.0 : 0.0) + damp * mean_diag);
+  p.H = damped_hessian(gram, n_in, damp);
 
   const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
   const int n_workers = pool ? std::max(1, pool->size()) : 1;

@@ -1,5 +1,6 @@
 #include "calib/tensor_quantizer.h"
 
+#include "calib/level_descent.h"
 #include "calib/output_error.h"
 #include "calib/scale_refit.h"
 #include "core/check.h"
@@ -78,6 +79,13 @@ MatrixReport quantize_matrix(const MatrixJob& j, const MatrixQuantOptions& o, vo
       refit_block_scales(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, out, pool);
       rep.how = "gptq+refit";
     }
+    for (int round = 0; round < o.gptq.descent_rounds; ++round) {
+      descend_levels(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, o.gptq.descent_sweeps, out,
+                     pool);
+      if (o.gptq.refit_scales && has_refittable_scales(m.type))
+        refit_block_scales(m.type, m.w.data(), m.n_out, n, j.in->gram.data(), damp, out, pool);
+    }
+    if (o.gptq.descent_rounds > 0) rep.how += "+cd";
   } else if (quantized_type && o.method == Method::Awq && j.in && o.clip && j.allow_clip) {
     awq_clip_quantize(m, *j.in, out, pool);
     rep.how = have_gram ? "awq clip" : "awq clip (diag)";

@@ -122,6 +122,13 @@ void setup(CLI::App& cmd) {
   cmd.add_flag(
       "--no-gptq-refit", [&](int64_t) { o.gptq.refit_scales = false; },
       "GPTQ: keep each block's scale as chosen in the column pass (no least-squares refit)");
+  cmd.add_option("--gptq-descent", o.gptq.descent_rounds,
+                 "GPTQ: rounds of coordinate descent on the levels after the column pass, each "
+                 "followed by the scale refit (default 0)")
+      ->check(CLI::Range(0, 100));
+  cmd.add_option("--gptq-descent-sweeps", o.gptq.descent_sweeps,
+                 "GPTQ: column sweeps per descent round at most (default 8)")
+      ->check(CLI::Range(1, 1000));
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")
