@@ -123,8 +123,8 @@ void EngineCore::plan_speculation() {
   const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
   for (size_t i = 0; i < cands.size(); ++i) {
     SpecCandidate& c = cands[i];
-    // What drafting has really cost so far; before the first draft, the weight-byte ratio.
-    c.draft_cost = measured_cost[i] > 0.0 ? measured_cost[i] : c.draft_cost * step1;
+    // What drafting has really cost so far (bounded); before the first draft, the weight-byte ratio.
+    c.draft_cost = draft_token_seconds(c.draft_cost, measured_cost[i], step1);
     // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
     // n-token step per token (much less than a decode), times the drafter's relative cost.
     const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;
