@@ -30,8 +30,11 @@ DraftSlot EngineCore::make_slot(Sequence& s, int32_t max_draft) const {
   return slot;
 }
 
-// Times target steps of 1, 4 and 16 tokens once (after a warm-up), on a few blocks borrowed from
-// the pool; the steps that run later refine the estimate (StepCostModel::observe).
+// Times target steps of 1, 4 and 16 tokens (after a warm-up), on a few blocks borrowed from the
+// pool; the steps that run later refine the estimate (StepCostModel::observe). Each size keeps the
+// faster of two runs: one run slowed by anything else on the machine (seen: a 1-token step at
+// 112 ms next to 86 ms) prices every draft of the first steps too high, and the controller then
+// drafts one token where it would draft three.
 void EngineCore::calibrate_cost_model() {
   if (cost_calibrated_) return;
   const int64_t max_n = std::min<int64_t>(16, config_.max_batched_tokens);
@@ -41,8 +44,11 @@ void EngineCore::calibrate_cost_model() {
   cost_calibrated_ = true;
   std::vector<std::pair<int64_t, double>> samples;
   ForwardBatch b;
+  constexpr int kRuns = 2;
   for (int64_t n = 1; n <= max_n; n *= 4) {
-    for (int rep = 0; rep < (n == 1 ? 2 : 1); ++rep) {  // the first run warms up
+    double best = 0.0;
+    const int warm_up = n == 1 ? 1 : 0;  // the very first run touches every buffer
+    for (int rep = 0; rep < warm_up + kRuns; ++rep) {
       b.clear();
       b.block_tables.push_back(&scratch.blocks);
       for (int64_t i = 0; i < n; ++i)
@@ -50,8 +56,9 @@ void EngineCore::calibrate_cost_model() {
       const auto t0 = std::chrono::steady_clock::now();
       target_->execute({}, b);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (rep + 1 == (n == 1 ? 2 : 1)) samples.push_back({n, dt});
+      if (rep >= warm_up) best = rep == warm_up ? dt : std::min(best, dt);
     }
+    samples.push_back({n, best});
   }
   kv_->free(scratch);
   cost_.set_samples(samples);
@@ -116,8 +123,8 @@ void EngineCore::plan_speculation() {
   const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
   for (size_t i = 0; i < cands.size(); ++i) {
     SpecCandidate& c = cands[i];
-    // What drafting has really cost so far; before the first draft, the weight-byte ratio.
-    c.draft_cost = measured_cost[i] > 0.0 ? measured_cost[i] : c.draft_cost * step1;
+    // What drafting has really cost so far (bounded); before the first draft, the weight-byte ratio.
+    c.draft_cost = draft_token_seconds(c.draft_cost, measured_cost[i], step1);
     // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
     // n-token step per token (much less than a decode), times the drafter's relative cost.
     const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;

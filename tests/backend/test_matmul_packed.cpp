@@ -229,10 +229,15 @@ TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
         std::vector<float> a(kPackCols * kPackRows, -1.0f), b(kPackCols * kPackRows, -1.0f);
         packed_kernels(IsaLevel::Avx512)
             .gemm(p.type, p.group(0), p.nb(), p.tile(), nc, a.data(), kPackRows, n_rows);
-        packed_kernels(IsaLevel::Amx)
-            .gemm(p.type, p.group(0), p.nb(), p.tile(), nc, b.data(), kPackRows, n_rows);
+        packed_gemm_amx_tiles(p.type, p.group(0), p.nb(), p.tile(), nc, b.data(), kPackRows, n_rows);
         ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
             << nb << " blocks, " << nc << " tokens, " << n_rows << " rows";
+        // The level's entry point (tiles, or AVX-512 for few tokens) gives the same bits.
+        std::vector<float> c(kPackCols * kPackRows, -1.0f);
+        packed_kernels(IsaLevel::Amx)
+            .gemm(p.type, p.group(0), p.nb(), p.tile(), nc, c.data(), kPackRows, n_rows);
+        ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0)
+            << nb << " blocks, " << nc << " tokens, " << n_rows << " rows (level entry)";
       }
   }
 }
@@ -255,8 +260,7 @@ TEST_P(Packed, AmxStaysCorrectWhenW8A8KernelsRunOnTheSameThread) {
   for (int round = 0; round < 3; ++round) {
     w8a8_kernels(IsaLevel::Amx).gemm(w8.data(), kp, ws.data(), tile8, 5, y8.data(), 16, 16);
     for (float v : y8) ASSERT_EQ(v, 0.0f);  // zero weights (128 - 128)
-    packed_kernels(IsaLevel::Amx)
-        .gemm(p.type, p.group(0), p.nb(), p.tile(), 3, got.data(), kPackRows, kPackRows);
+    packed_gemm_amx_tiles(p.type, p.group(0), p.nb(), p.tile(), 3, got.data(), kPackRows, kPackRows);
     ASSERT_EQ(std::memcmp(want.data(), got.data(), 3 * kPackRows * sizeof(float)), 0) << "round " << round;
   }
 }

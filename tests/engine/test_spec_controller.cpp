@@ -54,6 +54,34 @@ TEST(SpecController, DraftCostReducesTheLength) {
   EXPECT_EQ(cheap[0].k, 16);
 }
 
+TEST(DraftTokenSeconds, MeasuredCostBoundedByTwiceTheByteRatioOrHalfADecode) {
+  // Before any measurement: the weight-byte ratio of a 0.1 s decode.
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.0, 0.1), 0.028);
+  // Measured and plausible (0.37 of a decode): taken as it is.
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.037, 0.1), 0.037);
+  // A measurement inflated by a busy machine: bounded at 0.56 of a decode for a 0.28 draft ...
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.2, 0.1), 0.056);
+  // ... and at half a decode for a small one (its fixed per-forward costs are real).
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.05, 0.2, 0.1), 0.05);
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.05, 0.03, 0.1), 0.03);
+  // No step cost known yet: the measurement alone.
+  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.2, 0.0), 0.2);
+}
+
+TEST(SpecController, AnInflatedDraftMeasurementStillLetsAnAcceptingSequenceDraft) {
+  // A memory-bound target step (a 0.1 s decode, 4 tokens at 0.102 s), a sequence at the prior
+  // acceptance 0.6, a self-draft of 0.28 of the bytes whose rounds measured 0.3 s per token
+  // (three decodes: the machine was busy). Unbounded it would never draft again.
+  const StepCostModel m = model({{1, 0.1}, {4, 0.102}, {16, 0.3}});
+  SpecController c(&m);
+  std::vector<SpecCandidate> raw = {{0.6, 0.3, 16, 0}};
+  c.choose(raw, 1);
+  EXPECT_EQ(raw[0].k, 0);
+  std::vector<SpecCandidate> bounded = {{0.6, draft_token_seconds(0.28, 0.3, 0.1), 16, 0}};
+  c.choose(bounded, 1);
+  EXPECT_GE(bounded[0].k, 1);
+}
+
 TEST(SpecAcceptance, TracksTheRecentAcceptanceRate) {
   SpecAcceptance a;
   for (int i = 0; i < 50; ++i) a.record(4, 4);

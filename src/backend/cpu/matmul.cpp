@@ -205,18 +205,8 @@ void matmul_rows(ThreadPool& pool, const PackedMatrix& w, const float* x, float*
   });
 }
 
-// The AMX tiles win where a group's weights meet many column tiles (prefill). A call of one
-// column tile (decode, a verification step, a few streams) only streams the weights once, and
-// there the AVX-512 kernel, whose outputs are bitwise the AMX kernel's, is faster: one token of
-// the TinyLlama gate matrix read 15-18 GB/s against AMX's 9-12, four tokens took 0.25-0.39 ms
-// against 0.36-0.92 (bench_matmul BM_Gemv/BM_Gemm, quiet windows, 2026-12-02).
-IsaLevel interleaved_level(int64_t n_tokens) {
-  const IsaLevel level = packed_kernels(isa_level()).level;
-  return level == IsaLevel::Amx && n_tokens <= kPackCols ? IsaLevel::Avx512 : level;
-}
-
 void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, int64_t n_tokens) {
-  const PackedKernelSet& kernels = packed_kernels(interleaved_level(n_tokens));
+  const PackedKernelSet& kernels = packed_kernels(isa_level());
   const PackedGemmFn gemm = kernels.gemm;
   const PackedActQuantizer quantize = kernels.quantize;
   const int64_t n_in = w.n_in(), n_out = w.n_out(), nb = n_in / 32;
@@ -407,9 +397,7 @@ IsaLevel matmul_kernel_level(const PackedMatrix& w) {
 std::string matmul_kernel_description(TensorType type) {
   const bool interleaved = auto_interleaves(type);
   const IsaLevel level = interleaved ? packed_kernels(isa_level()).level : resolved_isa(type, isa_level());
-  std::string d = std::string(type_name(type)) + (interleaved ? " interleaved " : " rows ") + isa_name(level);
-  if (interleaved && level == IsaLevel::Amx) d += " (avx512 up to " + std::to_string(kPackCols) + " tokens)";
-  return d;
+  return std::string(type_name(type)) + (interleaved ? " interleaved " : " rows ") + isa_name(level);
 }
 
 }  // namespace strata::cpu

@@ -142,13 +142,35 @@ constexpr std::array<GroupKernel, sizeof...(I)> make_table(std::index_sequence<I
 template <Kind K>
 constexpr auto kTable = make_table<K>(std::make_index_sequence<kPackCols>{});
 
+// Up to this many tokens a call runs the AVX-512 kernel instead (bit-identical, see above). A tile
+// product costs the same for 1 token as for 12, and each block pays the B tile's widening stores,
+// the C tile's store and reload: with few tokens AMX loses. bench_matmul's BM_Gemm at the 5632 x
+// 2048 gate shape, Sapphire Rapids, 2 threads, AMX vs AVX-512 (ms, medians of 3):
+//   Q4_0: 1 token 0.452 vs 0.186, 6: 0.547 vs 0.354, 8: 0.505 vs 0.419, 12: 0.588 vs 0.595
+//   Q8_0: 1 token 0.839 vs 0.335, 4: 0.41-0.46 vs 0.36, 6: 0.395 vs 0.472, 12: 0.575 vs 0.701
+// (decode and a speculative draft are 1 token, a verification step a few). Q8_0's B tile is its
+// packed block as it is, so AMX pays from fewer tokens; the other 4/5-bit types widen as Q4_0.
+template <Kind K>
+constexpr int kAvx512MaxTokens = K == Kind::Q8_0 ? 4 : 8;
+
 }  // namespace
+
+void packed_gemm_amx_tiles(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                           float* y, size_t y_stride, int n_rows) {
+  STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows && nb >= 1);
+  const size_t i = static_cast<size_t>(nc - 1);
+  with_kind(type, [&](auto kind) { kTable<decltype(kind)::value>[i](w, nb, a, y, y_stride, n_rows); });
+}
 
 void packed_gemm_amx(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                      size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows && nb >= 1);
   const size_t i = static_cast<size_t>(nc - 1);
-  with_kind(type, [&](auto kind) { kTable<decltype(kind)::value>[i](w, nb, a, y, y_stride, n_rows); });
+  with_kind(type, [&](auto kind) {
+    constexpr Kind K = decltype(kind)::value;
+    if (nc <= kAvx512MaxTokens<K>) return packed_gemm_avx512(type, w, nb, a, nc, y, y_stride, n_rows);
+    kTable<K>[i](w, nb, a, y, y_stride, n_rows);
+  });
 }
 
 }  // namespace strata::cpu

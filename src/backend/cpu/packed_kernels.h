@@ -88,9 +88,13 @@ void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const Pa
                          float* y, size_t y_stride, int n_rows);
 void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows);
-// AMX-INT8 tiles (one tdpbsud per block), bit-identical to the AVX-512 level.
+// AMX-INT8 tiles (one tdpbsud per block), bit-identical to the AVX-512 level. packed_gemm_amx runs
+// the AVX-512 kernel for the few-token calls where the tiles are slower (packed_gemm_amx.cpp);
+// packed_gemm_amx_tiles always runs the tiles (the tests compare it at every token count).
 void packed_gemm_amx(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                      size_t y_stride, int n_rows);
+void packed_gemm_amx_tiles(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
+                           float* y, size_t y_stride, int n_rows);
 // aarch64: NEON (smull/sadalp), DotProd (sdot by lane), I8MM (usmmla 2x8 by 8x2 tiles).
 void packed_gemm_neon(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows);

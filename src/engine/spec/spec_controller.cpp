@@ -38,6 +38,13 @@ bool SpecAcceptance::hold() {
   return true;
 }
 
+double draft_token_seconds(double relative_cost, double measured, double step1) {
+  const double prior = relative_cost * step1;
+  if (!(measured > 0.0)) return prior;
+  if (!(step1 > 0.0)) return measured;
+  return std::min(measured, std::max(2.0 * relative_cost, 0.5) * step1);
+}
+
 void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) const {
   for (SpecCandidate& s : c) s.k = 0;
   if (!cost_ || cost_->empty()) {

@@ -49,6 +49,15 @@ struct SpecCandidate {
   double first_cost = 0.0;
 };
 
+// Seconds one draft token is priced at: what drafting has measured (`measured`, 0 before the
+// first rounds), else the weight-byte ratio `relative_cost` of a target decode step of `step1`
+// seconds. The measurement is capped at max(2 x relative_cost, 0.5) decode steps: a drafter
+// priced out by a few rounds slowed by the machine is not asked again, so never measured again,
+// and proposes nothing for the rest of the request (seen: a self:q4_0 run at 0% of the drafts it
+// did propose accepted, 1.0 tokens per step, next to runs at 2.8). No drafter of the target's
+// vocabulary legitimately costs more per token than that bound's share of a target decode.
+double draft_token_seconds(double relative_cost, double measured, double step1);
+
 class SpecController {
  public:
   // cost: the target's step times (null: no cost model, every candidate gets max_k).
