@@ -65,7 +65,8 @@ void validate_kv_evict(const EngineConfig& cfg, const KvGeometry& g, const Model
       STRATA_THROW("--kv-evict does not combine with model-based speculative decoding (", mth.name(),
                    "): only ngram and suffix drafting");
   if (ke.during_generation() && cfg.spec.enabled())
-    STRATA_THROW("--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
+    STRATA_THROW(
+        "--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
 }
 
 }  // namespace
@@ -128,10 +129,10 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
     log_info("KV window: the first ", cfg.kv_window.sinks, " tokens (attention sinks) and the last ",
              cfg.kv_window.window, " of every sequence");
   if (const KvEvictPolicy& ke = cfg.kv_evict; ke.enabled())
-    log_info("KV eviction (", kv_evict_method_name(ke.method), "): prompts longer than ", ke.budget + ke.window,
-             " tokens keep ", ke.budget, ke.method == KvEvictMethod::Recent ? " more" : " best-scored",
-             " tokens and the last ", ke.window,
-             ke.during_generation() ? ", again every block during generation" : "");
+    log_info("KV eviction (", kv_evict_method_name(ke.method), "): prompts longer than ",
+             ke.budget + ke.window, " tokens keep ", ke.budget,
+             ke.method == KvEvictMethod::Recent ? " more" : " best-scored", " tokens and the last ",
+             ke.window, ke.during_generation() ? ", again every block during generation" : "");
   // The adaptive controller's step costs are measured now, before any request waits on them.
   if (cfg.spec.enabled() && cfg.spec.adaptive) calibrate_cost_model();
   if (cfg.spec.enabled()) {
@@ -215,7 +216,8 @@ Drafter* EngineCore::drafter_for(const DraftMethodSpec& m) const {
 SpecConfig EngineCore::resolve_spec(const std::optional<SpecOverride>& request) const {
   SpecConfig sc = strata::resolve_spec(config_.spec, request);
   if (sc.enabled() && config_.kv_evict.during_generation())
-    STRATA_THROW("--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
+    STRATA_THROW(
+        "--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
   return sc;
 }
 

@@ -87,8 +87,9 @@ std::vector<std::vector<int32_t>> EngineCore::evict_selection(const Sequence& s,
                s.evict_scores.size() == static_cast<size_t>(rows * s.evict_keys));
   for (int64_t r = 0; r < rows; ++r) {
     const float* sc = s.evict_scores.data() + r * s.evict_keys;
-    kept[static_cast<size_t>(r)] = ep.method == KvEvictMethod::SnapKv ? snapkv_select(sc, np, ep.budget, ep.pool)
-                                                                      : h2o_select(sc, np, ep.budget);
+    kept[static_cast<size_t>(r)] = ep.method == KvEvictMethod::SnapKv
+                                       ? snapkv_select(sc, np, ep.budget, ep.pool)
+                                       : h2o_select(sc, np, ep.budget);
   }
   return kept;
 }
@@ -121,7 +122,8 @@ void EngineCore::evict(Sequence& s) {
       const std::vector<int32_t>& k = kept[static_cast<size_t>(il * c.n_head_kv + g)];
       const bool all_heads = ep.method == KvEvictMethod::Recent;  // every head keeps the same
       for (size_t d = 0; d < k.size(); ++d)
-        m.push_back({slot(s.kv.blocks, k[d]), slot(plan.blocks, static_cast<int64_t>(d)), all_heads ? -1 : g});
+        m.push_back(
+            {slot(s.kv.blocks, k[d]), slot(plan.blocks, static_cast<int64_t>(d)), all_heads ? -1 : g});
       if (all_heads) break;
     }
     for (int64_t d = ep.budget; d < n_keep; ++d)
@@ -137,11 +139,12 @@ void EngineCore::evict(Sequence& s) {
   ev.kept.resize(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<int32_t>& k = kept[static_cast<size_t>(r)];
-    auto src = [&](int64_t d) { return d < ep.budget ? k[static_cast<size_t>(d)] : n_prefix + d - ep.budget; };
+    auto src = [&](int64_t d) {
+      return d < ep.budget ? k[static_cast<size_t>(d)] : n_prefix + d - ep.budget;
+    };
     for (int64_t d = 0; d < n_keep; ++d)
-      ev.kept[static_cast<size_t>(r)].push_back(
-          static_cast<int32_t>(tracked ? s.evict_pos[static_cast<size_t>(r * s.evict_keys + src(d))]
-                                       : src(d) + s.kv.pos_offset));
+      ev.kept[static_cast<size_t>(r)].push_back(static_cast<int32_t>(
+          tracked ? s.evict_pos[static_cast<size_t>(r * s.evict_keys + src(d))] : src(d) + s.kv.pos_offset));
     if (!s.evict_track) continue;
     float* sc = s.evict_scores.data() + r * s.evict_keys;
     int32_t* pos = s.evict_pos.data() + r * s.evict_keys;

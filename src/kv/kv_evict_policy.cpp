@@ -31,9 +31,12 @@ std::vector<int32_t> top_budget(std::vector<float> scores, int32_t budget) {
 
 const char* kv_evict_method_name(KvEvictMethod m) {
   switch (m) {
-    case KvEvictMethod::SnapKv: return "snapkv";
-    case KvEvictMethod::H2O: return "h2o";
-    case KvEvictMethod::Recent: return "recent";
+    case KvEvictMethod::SnapKv:
+      return "snapkv";
+    case KvEvictMethod::H2O:
+      return "h2o";
+    case KvEvictMethod::Recent:
+      return "recent";
   }
   return "?";
 }

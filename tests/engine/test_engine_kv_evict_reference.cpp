@@ -80,7 +80,8 @@ nlohmann::json reference(const std::vector<int32_t>& tokens, const std::vector<K
   nlohmann::json spec;
   spec["tokens"] = tokens;
   spec["events"] = nlohmann::json::array();
-  for (const KvEvictionEvent& ev : events) spec["events"].push_back({{"from", ev.n_computed}, {"kept", ev.kept}});
+  for (const KvEvictionEvent& ev : events)
+    spec["events"].push_back({{"from", ev.n_computed}, {"kept", ev.kept}});
   const std::string path = ::testing::TempDir() + "evict_reference_spec.json";
   std::ofstream(path) << spec.dump();
   const auto r = test::run_command({"python3", test::source_dir() + "/tests/kv/evict_reference.py",
@@ -178,7 +179,8 @@ TEST(EngineKvEvictReference, H2OKeepsTheHeaviestHittersAtThePromptAndEveryBlockO
           max_evicted = std::max(max_evicted, score[size_t(j)]);
       }
       EXPECT_EQ(heavy.size(), size_t(kBudget));
-      for (int32_t j : heavy) EXPECT_TRUE(candidates.count(j)) << "event " << e << " row " << r << " kept " << j;
+      for (int32_t j : heavy)
+        EXPECT_TRUE(candidates.count(j)) << "event " << e << " row " << r << " kept " << j;
       EXPECT_GE(min_kept, max_evicted - 1e-4 * std::max(1.0, max_evicted)) << "event " << e << " row " << r;
     }
   }
