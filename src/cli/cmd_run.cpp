@@ -94,7 +94,7 @@ void run(RunOptions& o) {
            gen_s > 0 ? static_cast<double>(generated - n_first) / gen_s : 0.0, " tokens/s)");
   if (ec.kv_evict.enabled()) {
     const EngineStats st = engine.stats();
-    log_info("KV eviction: ", st.kv_evicted_tokens, " prompt tokens given back");
+    log_info("KV eviction: ", st.kv_evicted_tokens, " tokens given back");
   }
   if (out.usage.draft_tokens > 0)
     log_info("speculative: ", out.usage.accepted_draft_tokens, " of ", out.usage.draft_tokens,

@@ -90,31 +90,42 @@ void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& p) {
 }
 
 void add_kv_evict_options(CLI::App& cmd, KvEvictOptions& o) {
-  cmd.add_option(
-      "--kv-evict", o.method,
-      "Score-based KV eviction of long prompts: none (the default) or snapkv: after the prefill, "
-      "each layer and KV head keeps the --kv-budget prompt tokens the last --kv-evict-window prompt "
-      "queries attend to most, and the window; the other prompt blocks are freed");
+  cmd.add_option("--kv-evict", o.method,
+                 "KV eviction of long prompts: none (the default); snapkv: after the prefill, each layer and "
+                 "KV head keeps the --kv-budget prompt tokens the last --kv-evict-window prompt queries "
+                 "attend to most, and the window; h2o: the --kv-budget tokens with the most attention "
+                 "accumulated over all queries (heavy hitters) and the --kv-evict-window most recent, "
+                 "again every KV block during generation; recent: the last --kv-budget + "
+                 "--kv-evict-window prompt tokens (no scores). The other blocks are freed");
   cmd.add_option("--kv-budget", o.policy.budget,
-                 "With --kv-evict snapkv: prompt tokens kept per sequence besides the observation window "
-                 "(prompts of at most budget + window tokens are left whole)");
+                 "With --kv-evict: tokens kept per sequence besides the window (prompts of at most "
+                 "budget + window tokens are left whole)");
   cmd.add_option("--kv-evict-window", o.policy.window,
-                 "With --kv-evict: the observation window, the last prompt tokens whose queries score the "
-                 "others and which are always kept (default 32)");
-  cmd.add_option("--kv-evict-pool", o.policy.pool,
-                 "With --kv-evict: max-pool kernel over the scores, odd (default 7; 1: none)");
+                 "With --kv-evict: the last tokens, always kept (snapkv: the observation window whose "
+                 "queries score the others; h2o: the recent tokens) (default 32)");
+  cmd.add_option("--kv-evict-pool", o.pool,
+                 "With --kv-evict snapkv: max-pool kernel over the scores, odd (default 7; 1: none)");
 }
 
 KvEvictPolicy KvEvictOptions::resolve() const {
   KvEvictPolicy p = policy;
   if (method == "none") {
-    if (p.budget != 0) STRATA_THROW("--kv-budget needs --kv-evict snapkv");
-    p.budget = 0;
-  } else if (method == "snapkv") {
-    if (p.budget < 1) STRATA_THROW("--kv-evict snapkv needs --kv-budget N (N >= 1 tokens)");
-  } else {
-    STRATA_THROW("unknown --kv-evict method '", method, "' (use none or snapkv)");
+    if (p.budget != 0) STRATA_THROW("--kv-budget needs --kv-evict snapkv, h2o or recent");
+    if (pool) STRATA_THROW("--kv-evict-pool needs --kv-evict snapkv");
+    return {};
   }
+  if (method == "snapkv")
+    p.method = KvEvictMethod::SnapKv;
+  else if (method == "h2o")
+    p.method = KvEvictMethod::H2O;
+  else if (method == "recent")
+    p.method = KvEvictMethod::Recent;
+  else
+    STRATA_THROW("unknown --kv-evict method '", method, "' (use none, snapkv, h2o or recent)");
+  if (p.budget < 1) STRATA_THROW("--kv-evict ", method, " needs --kv-budget N (N >= 1 tokens)");
+  if (pool && p.method != KvEvictMethod::SnapKv)
+    STRATA_THROW("--kv-evict-pool applies to --kv-evict snapkv only, not ", method);
+  if (pool) p.pool = *pool;
   p.validate();
   return p;
 }

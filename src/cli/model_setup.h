@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
@@ -51,13 +52,15 @@ std::unique_ptr<Model> load_model_on(const ModelOptions& options, Backend& backe
 void add_kv_options(CLI::App& cmd, KvOptions& options);
 // --kv-sinks N --kv-window W: StreamingLLM attention sinks + window (kv/kv_window_policy.h).
 void add_kv_window_options(CLI::App& cmd, KvWindowPolicy& policy);
-// --kv-evict snapkv --kv-budget N [--kv-evict-window W] [--kv-evict-pool K]: score-based eviction
-// of long prompts (kv/kv_evict_policy.h).
+// --kv-evict snapkv|h2o|recent --kv-budget N [--kv-evict-window W] [--kv-evict-pool K (snapkv)]:
+// score-based eviction of long prompts (kv/kv_evict_policy.h).
 struct KvEvictOptions {
-  std::string method = "none";  // none | snapkv
+  std::string method = "none";  // none | snapkv | h2o | recent
   KvEvictPolicy policy;
+  std::optional<int32_t> pool;  // --kv-evict-pool as given (unset: snapkv's default)
   // The policy the flags ask for; throws strata::Error for an unknown method, a budget without
-  // --kv-evict snapkv or snapkv without a budget, and values out of range.
+  // a method or a method without a budget, --kv-evict-pool with another method than snapkv,
+  // and values out of range.
   KvEvictPolicy resolve() const;
 };
 void add_kv_evict_options(CLI::App& cmd, KvEvictOptions& options);

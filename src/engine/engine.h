@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,16 @@
 #include "model/model.h"
 
 namespace strata {
+
+// One eviction of one sequence (EngineConfig::kv_evict_observer): what each layer and kv head
+// kept, as original positions.
+struct KvEvictionEvent {
+  RequestId id = 0;
+  int32_t index = 0;       // the choice (n > 1)
+  int64_t n_computed = 0;  // positions computed when it happened; later ones are all kept
+  // [n_layer * n_head_kv] (layer-major): the positions kept, increasing
+  std::vector<std::vector<int32_t>> kept;
+};
 
 struct EngineConfig {
   int32_t block_size = 16;
@@ -45,10 +56,13 @@ struct EngineConfig {
   // StreamingLLM attention sinks + window (kv/kv_window_policy.h), off by default. With it on,
   // max_model_len 0 means kWindowedMaxModelLen: sequences may outgrow the training context.
   KvWindowPolicy kv_window;
-  // Score-based eviction of long prompts (SnapKV, kv/kv_evict_policy.h), off by default: after
-  // the prefill of a prompt longer than budget + window tokens, each layer and kv head keeps its
-  // budget best-scored prompt tokens and the window; the rest of the prompt's blocks go back.
+  // Score-based eviction of long prompts (snapkv, h2o or recent, kv/kv_evict_policy.h), off by
+  // default: after the prefill of a prompt longer than budget + window tokens, each layer and kv
+  // head keeps its budget chosen prompt tokens and the window; the rest of the prompt's blocks
+  // go back. h2o goes on evicting during generation.
   KvEvictPolicy kv_evict;
+  // Called after each eviction (tests and diagnostics; null: none), on the engine thread.
+  std::function<void(const KvEvictionEvent&)> kv_evict_observer;
   // Tiers below the prefix cache (kv/kv_offload.h; need prefix caching): host RAM for evicted
   // blocks, and a directory of block files that outlives the process, bounded by bytes.
   size_t kv_offload_mem = 0;                 // --kv-offload-mem

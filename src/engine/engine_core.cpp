@@ -64,6 +64,9 @@ void validate_kv_evict(const EngineConfig& cfg, const KvGeometry& g, const Model
     if (is_model_method(mth.method))
       STRATA_THROW("--kv-evict does not combine with model-based speculative decoding (", mth.name(),
                    "): only ngram and suffix drafting");
+  if (ke.during_generation() && cfg.spec.enabled())
+    STRATA_THROW(
+        "--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
 }
 
 }  // namespace
@@ -116,7 +119,6 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.static_batching = cfg.static_batching;
   sc.kv_window = cfg.kv_window;
-  sc.kv_evict_window = cfg.kv_evict.enabled() ? cfg.kv_evict.window : 0;
   setup_offload(g);
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   mask_.assign(static_cast<size_t>(mc.n_vocab), 1);
@@ -126,10 +128,11 @@ EngineCore::EngineCore(Model& m, const EngineConfig& cfg, EngineMetrics& metrics
   if (cfg.kv_window.enabled())
     log_info("KV window: the first ", cfg.kv_window.sinks, " tokens (attention sinks) and the last ",
              cfg.kv_window.window, " of every sequence");
-  if (cfg.kv_evict.enabled())
-    log_info("KV eviction (SnapKV): prompts longer than ", cfg.kv_evict.budget + cfg.kv_evict.window,
-             " tokens keep the ", cfg.kv_evict.budget, " best-scored tokens and the last ",
-             cfg.kv_evict.window);
+  if (const KvEvictPolicy& ke = cfg.kv_evict; ke.enabled())
+    log_info("KV eviction (", kv_evict_method_name(ke.method), "): prompts longer than ",
+             ke.budget + ke.window, " tokens keep ", ke.budget,
+             ke.method == KvEvictMethod::Recent ? " more" : " best-scored", " tokens and the last ",
+             ke.window, ke.during_generation() ? ", again every block during generation" : "");
   // The adaptive controller's step costs are measured now, before any request waits on them.
   if (cfg.spec.enabled() && cfg.spec.adaptive) calibrate_cost_model();
   if (cfg.spec.enabled()) {
@@ -211,7 +214,11 @@ Drafter* EngineCore::drafter_for(const DraftMethodSpec& m) const {
 }
 
 SpecConfig EngineCore::resolve_spec(const std::optional<SpecOverride>& request) const {
-  return strata::resolve_spec(config_.spec, request);
+  SpecConfig sc = strata::resolve_spec(config_.spec, request);
+  if (sc.enabled() && config_.kv_evict.during_generation())
+    STRATA_THROW(
+        "--kv-evict h2o (which evicts during generation) does not combine with speculative decoding");
+  return sc;
 }
 
 std::unique_ptr<Sequence> EngineCore::make_sequence(RequestState& r, int32_t index) {
@@ -244,6 +251,13 @@ void EngineCore::add_request(std::unique_ptr<RequestState> r) {
           r->params.kv_evict_at < 0 ? seq->n_prompt : std::min(r->params.kv_evict_at, seq->n_prompt);
       config_.kv_evict.applies(at) && r->params.pooling == Pooling::None)
     seq->evict_at = at;
+  if (const KvEvictPolicy& ke = config_.kv_evict; ke.enabled()) {
+    seq->evict_track =
+        ke.during_generation() && r->params.pooling == Pooling::None && r->params.stop.max_tokens > 0;
+    seq->evict_from = ke.method == KvEvictMethod::SnapKv ? seq->evict_at - ke.window
+                      : ke.method == KvEvictMethod::H2O  ? 0
+                                                         : std::max<int64_t>(0, seq->evict_at - 1);
+  }
   scheduler_->add_waiting(seq.get());
   r->seqs.push_back(std::move(seq));
   const RequestId id = r->id;

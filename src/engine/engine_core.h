@@ -61,9 +61,12 @@ class EngineCore {
   void execute(ScheduleOutput& so);
   void process_outputs(const ScheduleOutput& so);
   void publish(Sequence& s);
-  // Score-based eviction (engine_eviction.cpp): where a chunk's observation queries are scored
-  // (acc null: none), and the compaction once the scores are complete.
+  // Score-based eviction (engine_eviction.cpp): where a chunk's queries are scored (acc null:
+  // none), whether a generating h2o sequence is due a compaction, each (layer, kv head)'s chosen
+  // slots, and the compaction.
   AttentionScoreSink score_sink(Sequence& s, int64_t n_real);
+  bool evict_due(const Sequence& s) const;
+  std::vector<std::vector<int32_t>> evict_selection(const Sequence& s, int64_t n_prefix) const;
   void evict(Sequence& s);
   void deliver_prompt_logits(Sequence& s, const ScheduledChunk& c, int64_t first_row);
   void pool_hidden_rows(Sequence& s, int64_t n_real, int64_t first_hidden);

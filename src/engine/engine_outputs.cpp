@@ -98,6 +98,9 @@ void EngineCore::process_outputs(const ScheduleOutput& so) {
       kv_->publish(s.kv, s.tokens, s.n_computed,
                    s.request->prefix_root);  // the full prompt blocks stay cached
       evict(s);
+    } else if (evict_due(s)) {  // h2o during generation
+      kv_->publish(s.kv, s.tokens, s.n_computed, s.request->prefix_root);
+      evict(s);
     }
     metrics_.prompt_tokens.add(static_cast<double>(
         std::max<int64_t>(0, std::min(s.n_computed, s.n_prompt) - (s.n_computed - n_real))));
@@ -284,6 +287,11 @@ void EngineCore::fork_children(Sequence& parent) {
     child->tokens = parent.tokens;
     child->n_prompt = parent.n_prompt;
     child->evict_at = parent.evict_at;
+    child->evict_from = parent.evict_from;
+    child->evict_track = parent.evict_track;
+    child->evict_keys = parent.evict_keys;
+    child->evict_scores = parent.evict_scores;
+    child->evict_pos = parent.evict_pos;
     child->n_computed = parent.n_computed;
     kv_->fork(parent.kv, child->kv);
     scheduler_->add_running(child.get());

@@ -83,9 +83,10 @@ void Scheduler::admit_waiting(int64_t& budget, ScheduleOutput& out) {
     // Embedding requests need the hidden state of every position: they never skip any.
     if (seq->kv.blocks.empty() && seq->request->params.pooling == Pooling::None) {
       // At least the last token is always computed: its logits are needed.
-      // An evicting sequence computes its observation window itself: its queries are scored.
+      // An evicting sequence computes its scored queries itself (snapkv: the observation window;
+      // h2o: all), and at least one token before its eviction point.
       int64_t limit = static_cast<int64_t>(seq->tokens.size()) - 1;
-      if (seq->evict_pending()) limit = std::min(limit, seq->evict_at - config_.kv_evict_window);
+      if (seq->evict_pending() || seq->evict_track) limit = std::min(limit, seq->evict_from);
       const int32_t hit =
           kv_.acquire_prefix(seq->kv, seq->tokens, static_cast<int32_t>(limit), seq->request->prefix_root);
       if (kv_.prefix_caching()) {

@@ -30,7 +30,6 @@ struct SchedulerConfig {
   // Attention sinks + window: prefix-cache hits outside the window are given back at admission
   // (a long sequence's hits could otherwise hold more blocks than the pool has).
   KvWindowPolicy kv_window;
-  int32_t kv_evict_window = 0;  // score-based eviction's observation window (0: eviction off)
 };
 
 struct ScheduledChunk {

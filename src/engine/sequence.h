@@ -47,10 +47,17 @@ struct Sequence {
   std::optional<Clock::time_point> last_token_time;
   std::unique_ptr<EmbeddingPool> pool;  // embedding requests: the pooled hidden rows so far
   // Score-based eviction (kv/kv_evict_policy.h): the cache is compacted once the first evict_at
-  // tokens are computed (0: never), from the observation window's attention scores:
-  // [n_layer, n_head_kv, evict_at], accumulated while the window is computed.
+  // tokens are computed (0: never), from attention scores accumulated per cache slot:
+  // evict_scores [n_layer, n_head_kv, evict_keys] (snapkv: the observation window's, evict_keys
+  // = evict_at; h2o: every query's). evict_track (h2o): scoring goes on after the prompt, and
+  // the cache is compacted again during generation; evict_pos then has evict_scores' layout and
+  // holds each slot's original position.
   int64_t evict_at = 0;
+  int64_t evict_from = 0;  // the first position whose query is scored: the prefix cache stops there
+  bool evict_track = false;
+  int64_t evict_keys = 0;
   std::vector<float> evict_scores;
+  std::vector<int32_t> evict_pos;
   bool evict_pending() const { return evict_at > 0 && kv.pos_offset == 0 && n_computed < evict_at; }
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }

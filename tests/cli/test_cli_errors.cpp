@@ -54,10 +54,24 @@ void expect_clean_failure(const std::vector<std::string>& args, const std::strin
 TEST(CliErrors, KvEvictFlags) {
   const std::string m = stories();
   expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-budget", "8"},
-                       "--kv-budget needs --kv-evict snapkv");
+                       "--kv-budget needs --kv-evict snapkv, h2o or recent");
   expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "snapkv"}, "needs --kv-budget");
-  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "h2o", "--kv-budget", "8"},
-                       "unknown --kv-evict");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "streaming", "--kv-budget", "8"},
+                       "unknown --kv-evict method 'streaming' (use none, snapkv, h2o or recent)");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "h2o"}, "--kv-evict h2o needs --kv-budget");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict", "recent", "--kv-budget", "0"},
+                       "--kv-evict recent needs --kv-budget");
+  expect_clean_failure(
+      {"run", "-m", m, "-p", "x", "--kv-evict", "h2o", "--kv-budget", "8", "--kv-evict-pool", "3"},
+      "--kv-evict-pool applies to --kv-evict snapkv only, not h2o");
+  expect_clean_failure({"run", "-m", m, "-p", "x", "--kv-evict-pool", "3"},
+                       "--kv-evict-pool needs --kv-evict snapkv");
+  expect_clean_failure(
+      {"run", "-m", m, "-p", "x", "--kv-evict", "recent", "--kv-budget", "8", "--kv-evict-window", "5000"},
+      "--kv-evict-window must be in [1, 4096]");
+  expect_clean_failure(
+      {"run", "-m", m, "-p", "x", "--kv-evict", "h2o", "--kv-budget", "8", "--spec", "ngram"},
+      "--kv-evict h2o (which evicts during generation) does not combine with speculative");
   expect_clean_failure(
       {"perplexity", "-m", m, "-f", m, "--kv-evict", "snapkv", "--kv-budget", "8", "--kv-evict-window", "0"},
       "--kv-evict-window");

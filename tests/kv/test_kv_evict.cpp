@@ -1,12 +1,14 @@
 // Score-based eviction on the block-table side (kv/kv_evict_policy.h, KvCacheManager's
 // compaction): SnapKV's selection against a float64 reference written here from the paper (max
-// pool over the window's summed attention, top-k, in token order); the compaction's block
+// pool over the window's summed attention, top-k, in token order); H2O's heavy hitters against
+// a brute-force count of the tokens that beat each one; recent's last tokens; the compaction's block
 // accounting under a randomized property test with shared, published and forked blocks: freed
 // blocks return to the pool, shared and published blocks are never written (not in the new
 // table) and only lose this sequence's reference, reference counts add up.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
@@ -54,6 +56,46 @@ TEST(SnapKvSelect, IsTheTopBudgetOfTheMaxPooledScoresInTokenOrder) {
 TEST(SnapKvSelect, NaNScoresRankLast) {
   std::vector<float> s = {0.1f, NAN, 0.3f, 0.2f};
   EXPECT_EQ(snapkv_select(s.data(), 4, 2, 1), (std::vector<int32_t>{2, 3}));
+}
+
+// H2O's heavy hitters by brute force: token j is kept iff fewer than `budget` tokens beat it
+// (a higher score, or the same score and earlier); NaN is below everything.
+std::vector<int32_t> reference_heavy(const std::vector<float>& s, int budget) {
+  auto key = [&](int j) { return std::isnan(s[j]) ? -1e300 : double(s[j]); };
+  std::vector<int32_t> out;
+  for (int j = 0; j < int(s.size()); ++j) {
+    int beaten_by = 0;
+    for (int i = 0; i < int(s.size()); ++i) beaten_by += key(i) > key(j) || (key(i) == key(j) && i < j);
+    if (beaten_by < budget) out.push_back(j);
+  }
+  return out;
+}
+
+TEST(H2OSelect, IsTheBudgetHeaviestInTokenOrder) {
+  std::mt19937 gen(5);
+  for (int n : {1, 2, 31, 33, 257, 600})
+    for (int budget : {1, 7, 32, 300}) {
+      std::vector<float> s(n);
+      std::uniform_int_distribution<int> u(0, 30);  // coarse: ties go to the earlier token
+      for (float& x : s) x = float(u(gen)) / 4.0f;
+      if (n > 3) s[2] = NAN;
+      EXPECT_EQ(h2o_select(s.data(), n, budget), reference_heavy(s, budget))
+          << "n " << n << " budget " << budget;
+    }
+  // Accumulated attention, not pooled: a heavy token's neighbours are not pulled in.
+  std::vector<float> s = {0.1f, 5.0f, 0.2f, 0.3f, 0.0f, 4.0f};
+  EXPECT_EQ(h2o_select(s.data(), 6, 2), (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(snapkv_select(s.data(), 6, 2, 3), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(RecentSelect, IsTheLastBudgetTokens) {
+  for (int n : {0, 1, 5, 40})
+    for (int budget : {0, 1, 4, 40, 100}) {
+      std::vector<int32_t> want;
+      for (int j = 0; j < n; ++j)
+        if (j >= n - budget) want.push_back(j);
+      EXPECT_EQ(recent_select(n, budget), want) << n << " " << budget;
+    }
 }
 
 TEST(KvEvictPolicy, RangesAreCheckedWithTheFlagNames) {
@@ -188,6 +230,43 @@ TEST(KvCompaction, PositionsAfterTheEvictionMapToCacheSlots) {
   kv.truncate(s, 31);
   EXPECT_EQ(s.blocks.size(), 3u);
   EXPECT_DEATH(kv.truncate(s, 5), "eviction gave back");
+}
+
+// H2O compacts again during generation: the offsets add up, each compaction keeps
+// blocks_for(n_keep) blocks, frees the rest, and a forked sibling's shared blocks are replaced
+// by fresh ones (never written) while the sibling keeps its own table untouched.
+TEST(KvCompaction, RepeatedCompactionsDuringGenerationAddTheirOffsets) {
+  KvCacheManager kv(32, 4, false);
+  SequenceKv s, sibling;
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(kv.reserve(s, 30, 0, copies));  // 8 blocks
+  KvCompaction plan;
+  ASSERT_TRUE(kv.plan_compaction(s, 10, plan));  // budget + window = 10
+  kv.commit_compaction(s, std::move(plan), 20);
+  kv.fork(s, sibling);  // n > 1: the compacted blocks are shared
+  const std::vector<BlockId> shared = s.blocks;
+  int64_t n = 30;  // positions computed
+  for (int round = 0; round < 3; ++round) {
+    // A block's worth of generation: positions n .. n + 3 (slots 10 .. 13), then compact to 10.
+    ASSERT_TRUE(kv.reserve(s, n + 4, n, copies));
+    n += 4;
+    EXPECT_EQ(s.blocks.size(), 4u);
+    ASSERT_TRUE(kv.plan_compaction(s, 10, plan));
+    for (size_t j = 0; j < plan.blocks.size(); ++j)
+      if (round == 0 && j < shared.size())
+        EXPECT_NE(plan.blocks[j], shared[j]) << "a shared block is written";
+    kv.commit_compaction(s, std::move(plan), 4);
+    EXPECT_EQ(s.pos_offset, 20 + 4 * (round + 1));
+    EXPECT_EQ(s.blocks.size(), 3u);
+  }
+  EXPECT_EQ(sibling.blocks, shared);
+  for (BlockId b : shared) EXPECT_EQ(kv.pool().ref_count(b), 1);  // the sibling's only
+  EXPECT_EQ(kv.pool().n_used(), 6);                               // 3 each
+  ASSERT_TRUE(kv.reserve(s, n + 1, n, copies));                   // position n -> slot 10, block 2
+  EXPECT_EQ(s.blocks.size(), 3u);
+  kv.free(s);
+  kv.free(sibling);
+  EXPECT_EQ(kv.pool().n_used(), 0);
 }
 
 }  // namespace
