@@ -99,10 +99,12 @@ struct EngineMetrics {
                                "Prompt tokens looked up in the prefix cache."};
   Counter prefix_cache_hits{"strata:prefix_cache_hits_total", "Prompt tokens found in the prefix cache."};
   // Score-based eviction (kv/kv_evict_policy.h).
-  Counter kv_evicted_tokens{"strata:kv_evicted_tokens_total",
-                            "Prompt tokens given back by score-based KV eviction."};
-  Counter kv_evictions_skipped{"strata:kv_evictions_skipped_total",
-                               "Score-based evictions not done: no free blocks for the compaction."};
+  Counter kv_evicted_tokens{
+      "strata:kv_evicted_tokens_total",
+      "Tokens given back by score-based KV eviction (prompt, and generated ones with h2o)."};
+  Counter kv_evictions_skipped{
+      "strata:kv_evictions_skipped_total",
+      "Score-based eviction attempts not done: no free blocks for the compaction (retried each step)."};
   Counter requests_finished{"strata:request_success_total", "Requests finished (stop or length)."};
   Counter requests_aborted{"strata:request_aborted_total", "Requests aborted or disconnected."};
   // Speculative decoding (vLLM's names).
