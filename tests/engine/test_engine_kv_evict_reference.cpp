@@ -7,12 +7,15 @@
 // of generation; recent keeps exactly the last budget + window tokens. A positive control shows
 // the reference's masking matters: without it the logits differ.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
 #include "engine_test_util.h"
 
@@ -82,10 +85,15 @@ nlohmann::json reference(const std::vector<int32_t>& tokens, const std::vector<K
   spec["events"] = nlohmann::json::array();
   for (const KvEvictionEvent& ev : events)
     spec["events"].push_back({{"from", ev.n_computed}, {"kept", ev.kept}});
-  const std::string path = ::testing::TempDir() + "evict_reference_spec.json";
+  // One file per test and process: ctest runs these tests in parallel, and a shared name let one
+  // test read another's spec.
+  const std::string path = ::testing::TempDir() + "evict_reference_spec_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(::getpid()) + ".json";
   std::ofstream(path) << spec.dump();
   const auto r = test::run_command({"python3", test::source_dir() + "/tests/kv/evict_reference.py",
                                     test::shared_path("models/stories260K/stories260K.gguf"), path});
+  std::remove(path.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out);
 }
