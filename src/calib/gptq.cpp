@@ -8,6 +8,7 @@
 
 #include "calib/dense_gemm.h"
 #include "calib/linalg.h"
+#include "calib/row_slabs.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "quant/block_grid.h"
@@ -218,15 +219,8 @@ double gptq_quantize(TensorType type, const float* w, int64_t n_out, int64_t n_i
   }
 
   auto* dst = static_cast<uint8_t*>(out);
-  const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
-  auto run = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      quantize_rows_slab(p, t * kRowsPerTask, std::min(n_out, (t + 1) * kRowsPerTask), dst);
-  };
-  if (pool && pool->size() > 1 && n_tasks > 1)
-    pool->parallel_for(n_tasks, 1, [&](int64_t b, int64_t e, int) { run(b, e); });
-  else
-    run(0, n_tasks);
+  for_each_row_slab(pool, n_out, kRowsPerTask,
+                    [&](int64_t r0, int64_t r1, int) { quantize_rows_slab(p, r0, r1, dst); });
   return damp;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "calib/damped_hessian.h"
+#include "calib/row_slabs.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "quant/block_grid.h"
@@ -103,20 +104,12 @@ LevelDescentReport descend_levels(TensorType type, const float* w, int64_t n_out
   p.max_sweeps = max_sweeps;
   p.q = static_cast<uint8_t*>(q);
 
-  const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
-  const int n_workers = pool ? std::max(1, pool->size()) : 1;
-  std::vector<LevelDescentReport> per(static_cast<size_t>(n_workers));
-  auto run = [&](int64_t t0, int64_t t1, int worker) {
+  std::vector<LevelDescentReport> per(static_cast<size_t>(row_slab_workers(pool)));
+  for_each_row_slab(pool, n_out, kRowsPerTask, [&](int64_t r0, int64_t r1, int worker) {
     const auto N = static_cast<size_t>(n_in);
     Row s{std::vector<ElementGrid>(N), std::vector<int>(N), std::vector<double>(N), std::vector<double>(N)};
-    for (int64_t t = t0; t < t1; ++t)
-      for (int64_t r = t * kRowsPerTask; r < std::min(n_out, (t + 1) * kRowsPerTask); ++r)
-        descend_row(p, r, s, &per[static_cast<size_t>(worker)]);
-  };
-  if (pool && pool->size() > 1 && n_tasks > 1)
-    pool->parallel_for(n_tasks, 1, [&](int64_t b, int64_t e, int worker) { run(b, e, worker); });
-  else
-    run(0, n_tasks, 0);
+    for (int64_t r = r0; r < r1; ++r) descend_row(p, r, s, &per[static_cast<size_t>(worker)]);
+  });
   LevelDescentReport total;
   for (const LevelDescentReport& r : per) {
     total.rows += r.rows;

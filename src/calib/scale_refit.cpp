@@ -8,6 +8,7 @@
 #include "calib/damped_hessian.h"
 #include "calib/dense_gemm.h"
 #include "calib/linalg.h"
+#include "calib/row_slabs.h"
 #include "core/check.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -202,18 +203,10 @@ ScaleRefitReport refit_block_scales(TensorType type, const float* w, int64_t n_o
 
   p.H = damped_hessian(gram, n_in, damp);
 
-  const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
-  const int n_workers = pool ? std::max(1, pool->size()) : 1;
-  std::vector<ScaleRefitReport> per(static_cast<size_t>(n_workers));
-  auto run = [&](int64_t t0, int64_t t1, int worker) {
-    for (int64_t t = t0; t < t1; ++t)
-      refit_slab(p, t * kRowsPerTask, std::min(n_out, (t + 1) * kRowsPerTask),
-                 &per[static_cast<size_t>(worker)]);
-  };
-  if (pool && pool->size() > 1 && n_tasks > 1)
-    pool->parallel_for(n_tasks, 1, [&](int64_t b, int64_t e, int worker) { run(b, e, worker); });
-  else
-    run(0, n_tasks, 0);
+  std::vector<ScaleRefitReport> per(static_cast<size_t>(row_slab_workers(pool)));
+  for_each_row_slab(pool, n_out, kRowsPerTask, [&](int64_t r0, int64_t r1, int worker) {
+    refit_slab(p, r0, r1, &per[static_cast<size_t>(worker)]);
+  });
   ScaleRefitReport total;
   for (const ScaleRefitReport& r : per) {
     total.rows += r.rows;

@@ -7,6 +7,7 @@
 
 #include "calib/dense_gemm.h"
 #include "calib/linalg.h"
+#include "calib/row_slabs.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "quant/block_grid.h"
@@ -182,18 +183,11 @@ void prune_batch_rows(const Problem& q, int64_t r0, int64_t r1, int64_t i1, int6
 // Batches of `block` columns through every row; the masks are chosen as the batches come unless
 // the pass is the joint one (q.grid), which keeps the prune-only pass's mask.
 void run_batches(const Problem& q, int64_t block, ThreadPool* pool) {
-  const int64_t n_tasks = (q.n_out + kRowsPerTask - 1) / kRowsPerTask;
   for (int64_t i1 = 0; i1 < q.n_in; i1 += block) {
     const int64_t i2 = std::min(q.n_in, i1 + block);
     if (!q.p->structured() && !q.grid) select_batch_mask(q, i1, i2);
-    auto run = [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        prune_batch_rows(q, t * kRowsPerTask, std::min(q.n_out, (t + 1) * kRowsPerTask), i1, i2);
-    };
-    if (pool && pool->size() > 1 && n_tasks > 1)
-      pool->parallel_for(n_tasks, 1, [&](int64_t b, int64_t e, int) { run(b, e); });
-    else
-      run(0, n_tasks);
+    for_each_row_slab(pool, q.n_out, kRowsPerTask,
+                      [&](int64_t r0, int64_t r1, int) { prune_batch_rows(q, r0, r1, i1, i2); });
   }
 }
 

@@ -16,47 +16,16 @@
 #include "calib/level_descent.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
+#include "correlated_layer.h"
 #include "quant/block_grid.h"
 #include "quant/quantize.h"
 
 namespace strata::calib {
 namespace {
 
-struct Layer {
-  int64_t n_out, n_in;
-  std::vector<float> w;     // [n_out, n_in]
-  std::vector<float> gram;  // [n_in, n_in]
-};
-
-// Inputs with correlated channels and a few loud ones, so the Hessian is far from diagonal.
-Layer make_layer(int64_t n_out, int64_t n_in, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  Layer L{n_out, n_in, std::vector<float>(static_cast<size_t>(n_out * n_in)),
-          std::vector<float>(static_cast<size_t>(n_in * n_in), 0.0f)};
-  for (auto& v : L.w) v = d(rng);
-  const int64_t T = 4 * n_in;
-  std::vector<float> x(static_cast<size_t>(n_in));
-  std::vector<double> g(static_cast<size_t>(n_in * n_in), 0.0);
-  for (int64_t t = 0; t < T; ++t) {
-    const float common = d(rng);
-    for (int64_t i = 0; i < n_in; ++i) x[i] = (d(rng) + 0.7f * common) * (i % 5 == 0 ? 3.0f : 1.0f);
-    for (int64_t i = 0; i < n_in; ++i)
-      for (int64_t j = 0; j < n_in; ++j) g[i * n_in + j] += double(x[i]) * x[j];
-  }
-  for (size_t k = 0; k < g.size(); ++k) L.gram[k] = static_cast<float>(g[k]);
-  return L;
-}
-
-std::vector<double> damped(const Layer& L, double damp) {
-  const int64_t n = L.n_in;
-  std::vector<double> H(L.gram.begin(), L.gram.end());
-  double mean = 0;
-  for (int64_t i = 0; i < n; ++i) mean += H[i * n + i];
-  mean /= n;
-  for (int64_t i = 0; i < n; ++i) H[i * n + i] += damp * mean;
-  return H;
-}
+using testutil::damped;
+using testutil::Layer;
+using testutil::make_layer;
 
 double quad_error(const std::vector<double>& H, const float* w, const std::vector<double>& v) {
   const auto n = static_cast<int64_t>(v.size());

@@ -20,22 +20,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-from llama_reference import load, matvec, rms_norm, rope  # noqa: E402
+from llama_reference import hparams, load, matvec, rms_norm, rope  # noqa: E402
 
 
 def forward(kv, t, tokens, events):
-    assert kv["general.architecture"] == "llama", "llama models only"
-    n_embd = kv["llama.embedding_length"]
-    n_layer = kv["llama.block_count"]
-    n_head = kv["llama.attention.head_count"]
-    n_head_kv = kv.get("llama.attention.head_count_kv", n_head)
-    head_dim = n_embd // n_head
-    n_rot = kv.get("llama.rope.dimension_count", head_dim)
-    base = kv.get("llama.rope.freq_base", 10000.0)
-    eps = kv["llama.attention.layer_norm_rms_epsilon"]
-    group = n_head // n_head_kv
-    embd = t["token_embd.weight"]
-    out_w = t.get("output.weight", embd)
+    (n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, base, eps, group, embd, out_w) = hparams(kv, t)
     events = sorted(events, key=lambda e: e["from"])
     keys = [[] for _ in range(n_layer)]
     values = [[] for _ in range(n_layer)]

@@ -85,7 +85,9 @@ def rope(x, pos, n_heads, head_dim, n_rot, base):
     return out
 
 
-def forward(kv, t, tokens):
+def hparams(kv, t):
+    """The llama hyper-parameters and the embedding/output matrices every forward here reads:
+    (n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, rope base, rms eps, group, embd, out_w)."""
     assert kv["general.architecture"] == "llama", "llama models only"
     n_embd = kv["llama.embedding_length"]
     n_layer = kv["llama.block_count"]
@@ -98,6 +100,11 @@ def forward(kv, t, tokens):
     group = n_head // n_head_kv
     embd = t["token_embd.weight"]
     out_w = t.get("output.weight", embd)
+    return (n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, base, eps, group, embd, out_w)
+
+
+def forward(kv, t, tokens):
+    (n_embd, n_layer, n_head, n_head_kv, head_dim, n_rot, base, eps, group, embd, out_w) = hparams(kv, t)
     keys = [[] for _ in range(n_layer)]
     values = [[] for _ in range(n_layer)]
     logits = []
