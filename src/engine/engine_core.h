@@ -94,6 +94,7 @@ class EngineCore {
   std::unique_ptr<Scheduler> scheduler_;
   StepCostModel cost_;
   bool cost_calibrated_ = false;
+  PricedOutProbe probe_;
   std::map<RequestId, std::unique_ptr<RequestState>> requests_;
   // Finished requests are destroyed at the end of the step: chunks of this step may still point
   // at their sequences.

@@ -131,6 +131,7 @@ void EngineCore::plan_speculation() {
     c.first_cost *= per_token;
   }
   SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens);
+  if (adaptive && probe_.apply(cands)) metrics_.spec_probes.add(1.0);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     const SpecConfig& spec = s.request->spec;

@@ -95,10 +95,10 @@ std::string EngineMetrics::render() const {
   for (const Gauge* g : {&num_requests_running, &num_requests_waiting, &kv_cache_usage, &kv_cache_waste,
                          &kv_blocks_free, &kv_block_bytes, &kv_total_bytes, &kv_used_bytes})
     g->render(out);
-  for (const Counter* c :
-       {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries, &prefix_cache_hits,
-        &requests_finished, &requests_aborted, &spec_num_drafts, &spec_num_draft_tokens,
-        &spec_num_accepted_tokens, &spec_draft_catch_up_tokens, &kv_evicted_tokens, &kv_evictions_skipped})
+  for (const Counter* c : {&prompt_tokens, &generation_tokens, &preemptions, &prefix_cache_queries,
+                           &prefix_cache_hits, &requests_finished, &requests_aborted, &spec_num_drafts,
+                           &spec_num_draft_tokens, &spec_num_accepted_tokens, &spec_draft_catch_up_tokens,
+                           &spec_probes, &kv_evicted_tokens, &kv_evictions_skipped})
     c->render(out);
   spec_num_accepted_per_pos.render(out);
   for (const Tier* t : {&offload_host, &offload_disk}) {

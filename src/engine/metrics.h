@@ -116,6 +116,10 @@ struct EngineMetrics {
   Counter spec_draft_catch_up_tokens{"strata:spec_decode_draft_catch_up_tokens_total",
                                      "Tokens a model drafter with its own KV fed to catch up with a "
                                      "sequence it had not drafted for."};
+  Counter spec_probes{
+      "strata:spec_decode_probes_total",
+      "Steps in which one sequence drafted although the step-cost model priced drafts out, so "
+      "that multi-token steps keep being measured."};
   // Where step time goes: the target's forward pass; the rest before it (planning, scheduling,
   // drafting); the whole step (the remainder is output processing).
   Counter forward_seconds{"strata:model_forward_seconds_total",

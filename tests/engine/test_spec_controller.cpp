@@ -3,6 +3,8 @@
 // share (a compute-bound step) or when drafts are rarely accepted.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/spec/skip_layer_drafter.h"
 #include "engine/spec/spec_controller.h"
 
@@ -80,6 +82,78 @@ TEST(SpecController, AnInflatedDraftMeasurementStillLetsAnAcceptingSequenceDraft
   std::vector<SpecCandidate> bounded = {{0.6, draft_token_seconds(0.28, 0.3, 0.1), 16, 0}};
   c.choose(bounded, 1);
   EXPECT_GE(bounded[0].k, 1);
+}
+
+TEST(SpecController, TakesARunOfDraftsThatPaysWhereItsFirstDraftAloneDoesNot) {
+  // Step costs measured at 1, 2 and 4 tokens: the second token looks dear, the third and fourth
+  // are free. At acceptance 0.6, one draft gives 1.6 tokens for 1.7 s (worse than 1 token a
+  // second); three give 1 + 0.6 + 0.36 + 0.216 = 2.176 tokens for 1.7 s.
+  const StepCostModel m = model({{1, 1.0}, {2, 1.7}, {4, 1.7}, {8, 3.4}});
+  SpecController c(&m);
+  std::vector<SpecCandidate> s = {{0.6, 0.0, 16, 0}};
+  c.choose(s, 1);
+  EXPECT_EQ(s[0].k, 3);
+  // Expected tokens per second of every length, computed here: 3 is the best one.
+  auto rate = [&](int k) {
+    double e = 0.0;
+    for (int i = 0; i <= k; ++i) e += std::pow(0.6, i);
+    return e / m.seconds(1 + k);
+  };
+  for (int k = 0; k <= 16; ++k) EXPECT_LE(rate(k), rate(3) + 1e-12) << k;
+  // A compute-bound step (every token costs its full share): no run pays, as before.
+  const StepCostModel linear = model({{1, 1.0}, {16, 16.0}});
+  s = {{0.9, 0.0, 16, 0}};
+  SpecController(&linear).choose(s, 1);
+  EXPECT_EQ(s[0].k, 0);
+}
+
+TEST(StepCostModel, AFasterStepMovesTheEstimateMoreThanASlowerOne) {
+  StepCostModel up = model({{1, 1.0}, {4, 2.0}});
+  StepCostModel down = up;
+  up.observe(4, 3.0);    // 1.0 slower than the estimate
+  down.observe(4, 1.0);  // 1.0 faster
+  EXPECT_NEAR(up.seconds(4), 2.1, 1e-12);
+  EXPECT_NEAR(down.seconds(4), 1.5, 1e-12);
+  // Twice more at the machine's real 4-token cost: within 0.15 of it.
+  down.observe(4, 1.0);
+  down.observe(4, 1.0);
+  EXPECT_LT(down.seconds(4), 1.15);
+}
+
+TEST(PricedOutProbe, DraftsAShortRunOnceInKEveryStepsThatDraftNothing) {
+  PricedOutProbe probe;
+  int probes = 0;
+  for (int step = 1; step <= 4 * PricedOutProbe::kEvery; ++step) {
+    std::vector<SpecCandidate> c = {{0.3, 0.0, 16, 0}, {0.7, 0.0, 16, 0}, {0.9, 0.0, 0, 0}};
+    if (probe.apply(c)) {
+      ++probes;
+      EXPECT_EQ(step % PricedOutProbe::kEvery, 0) << step;
+      EXPECT_EQ(c[0].k, 0);
+      EXPECT_EQ(c[1].k, PricedOutProbe::kLength);  // the most accepting one that may draft
+      EXPECT_EQ(c[2].k, 0);                        // may not draft (max_k 0)
+    } else {
+      for (const SpecCandidate& x : c) EXPECT_EQ(x.k, 0);
+    }
+  }
+  EXPECT_EQ(probes, 4);
+  // A step in which something drafts starts the count over; a short cap shortens the probe.
+  for (int step = 1; step < PricedOutProbe::kEvery; ++step) {
+    std::vector<SpecCandidate> c = {{0.5, 0.0, 2, 0}};
+    EXPECT_FALSE(probe.apply(c));
+  }
+  std::vector<SpecCandidate> drafting = {{0.5, 0.0, 2, 1}};
+  EXPECT_FALSE(probe.apply(drafting));
+  EXPECT_EQ(drafting[0].k, 1);
+  int32_t until = 0;
+  for (;;) {
+    std::vector<SpecCandidate> c = {{0.5, 0.0, 2, 0}};
+    ++until;
+    if (probe.apply(c)) {
+      EXPECT_EQ(c[0].k, 2);
+      break;
+    }
+  }
+  EXPECT_EQ(until, PricedOutProbe::kEvery);
 }
 
 TEST(SpecAcceptance, TracksTheRecentAcceptanceRate) {

@@ -26,6 +26,14 @@ struct Tile {
     for (int r = 0; r < NR; ++r)
       for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
     int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      // The next row tile's same cache line: the matrix streams from memory while this tile's
+      // FMAs run (a few-token step is close to compute-bound, so the two must overlap).
+      for (int r = 0; r < NR; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * ws + i * 2), _MM_HINT_T0);
+      step<NR, NC, true>(acc, w, ws, a, as, i, 0xffff);
+      step<NR, NC, true>(acc, w, ws, a, as, i + 16, 0xffff);
+    }
     for (; i + 16 <= n; i += 16) step<NR, NC, true>(acc, w, ws, a, as, i, 0xffff);
     if (i < n) step<NR, NC, false>(acc, w, ws, a, as, i, static_cast<__mmask16>((1u << (n - i)) - 1));
     for (int r = 0; r < NR; ++r)

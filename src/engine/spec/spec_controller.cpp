@@ -66,17 +66,47 @@ void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens) 
     }
     if (best < 0) break;
     SpecCandidate& b = c[static_cast<size_t>(best)];
-    const double extra =
-        cost_->seconds(tokens + 1) - cost_->seconds(tokens) + b.draft_cost + (b.k == 0 ? b.first_cost : 0.0);
-    if ((expected + best_gain) * seconds <= expected * (seconds + extra)) {
-      done[static_cast<size_t>(best)] = 1;  // no longer pays for this one (its gains only shrink)
+    // The shortest run of this sequence's next drafts that raises the step's tokens per second:
+    // usually the next draft alone (and the drafts are then handed out one at a time among the
+    // sequences). But the step cost is measured at a few sizes and interpolated, so one extra
+    // token can look dear (2 tokens cost more than 1) where three are nearly free (4 cost what 2
+    // do): a run the next draft alone would miss is taken whole.
+    const double rate = expected / seconds;
+    double run_gain = 0.0, run_extra = 0.0;
+    int32_t run = 0;
+    for (int32_t j = 1; b.k + j <= b.max_k; ++j) {
+      run_gain += std::pow(b.alpha, b.k + j);
+      run_extra = cost_->seconds(tokens + j) - cost_->seconds(tokens) + j * b.draft_cost +
+                  (b.k == 0 ? b.first_cost : 0.0);
+      if ((expected + run_gain) > rate * (seconds + run_extra)) {
+        run = j;
+        break;
+      }
+    }
+    if (run == 0) {
+      done[static_cast<size_t>(best)] = 1;  // no run of further drafts pays for this one
       continue;
     }
-    ++b.k;
-    ++tokens;
-    expected += best_gain;
-    seconds += extra;
+    b.k += run;
+    tokens += run;
+    expected += run_gain;
+    seconds += run_extra;
   }
+}
+
+bool PricedOutProbe::apply(std::vector<SpecCandidate>& c) {
+  SpecCandidate* best = nullptr;
+  for (SpecCandidate& s : c) {
+    if (s.k > 0) {
+      steps_ = 0;
+      return false;
+    }
+    if (s.max_k > 0 && (!best || s.alpha > best->alpha)) best = &s;
+  }
+  if (!best || ++steps_ < kEvery) return false;
+  steps_ = 0;
+  best->k = std::min(kLength, best->max_k);
+  return true;
 }
 
 }  // namespace strata

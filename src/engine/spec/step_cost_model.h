@@ -14,7 +14,8 @@ class StepCostModel {
   // Seconds for batches of n tokens, n = 1, 2, 4, ... (one sample per power of two).
   void set_samples(const std::vector<std::pair<int64_t, double>>& samples);
   // Folds an observed step (n tokens in `seconds`) into the estimate of its size class (a new
-  // class when no sample is within a factor 1.4 of n).
+  // class when no sample is within a factor 1.4 of n); a step faster than the estimate weighs
+  // more than a slower one (load only ever slows steps down).
   void observe(int64_t n_tokens, double seconds);
   // Estimated seconds of a step of n tokens (piecewise linear between the size classes;
   // linear extrapolation beyond the largest).
