@@ -71,8 +71,8 @@ void EngineCore::calibrate_cost_model() {
 void EngineCore::plan_speculation() {
   std::vector<Sequence*> seqs;
   std::vector<SpecCandidate> cands;
-  std::vector<uint8_t> resting;       // per candidate: its model drafter is rested this step
-  std::vector<double> measured_cost;  // per candidate: measured seconds per draft token (0: none yet)
+  std::vector<uint8_t> resting;                // per candidate: its model drafter is rested this step
+  std::vector<const Drafter*> round_drafters;  // the model drafters the candidates' rounds run on
   int64_t base_tokens = 0;
   for (Sequence* s : scheduler_->running()) {
     s->spec_k = 0;
@@ -97,40 +97,44 @@ void EngineCore::plan_speculation() {
       s->acceptance.relax();
       continue;
     }
-    // Relative costs for now (in target decode steps); seconds once the cost model is there.
-    double cost = 0.0, catch_up = 0.0, measured = 0.0;
+    // The chain's model drafter (if any) drafts in rounds batched over the sequences and is
+    // priced by them; cheap drafters cost nothing worth pricing.
+    SpecCandidate c{s->acceptance.alpha(), 0.0, static_cast<int32_t>(cap), 0};
+    double catch_up = 0.0;  // in target tokens of a batched chunk
     for (const DraftMethodSpec& m : r.spec.methods) {
       const Drafter* d = drafter_for(m);
-      if (!d) continue;
-      cost = std::max(cost, d->relative_cost());
-      measured = std::max(measured, d->measured_token_seconds());
+      if (!d || !is_model_method(m.method)) continue;
+      const auto it = std::find(round_drafters.begin(), round_drafters.end(), d);
+      c.drafter = static_cast<int32_t>(it - round_drafters.begin());
+      if (it == round_drafters.end()) round_drafters.push_back(d);
       if (const int64_t lag = d->lag(s->uid, s->tokens); lag > 0)
-        catch_up = std::max(catch_up, d->relative_cost() * static_cast<double>(lag));
+        catch_up = d->relative_cost() * static_cast<double>(lag);
+      break;
     }
     seqs.push_back(s);
     resting.push_back(rest_model);
-    SpecCandidate c{s->acceptance.alpha(), cost, static_cast<int32_t>(cap), 0};
     // The catch-up is paid once and serves the drafts of the steps after it: spread over the
     // steps it can still serve (at most 16 ahead: text changes character, and so does alpha).
     c.first_cost = catch_up / static_cast<double>(std::clamp<int64_t>(cap, 1, 16));
     cands.push_back(c);
-    measured_cost.push_back(measured);
   }
   if (seqs.empty()) return;
   bool adaptive = false;
   for (Sequence* s : seqs) adaptive = adaptive || s->request->spec.adaptive;
   if (adaptive) calibrate_cost_model();
-  const double step1 = cost_.empty() ? 0.0 : cost_.seconds(1);
-  for (size_t i = 0; i < cands.size(); ++i) {
-    SpecCandidate& c = cands[i];
-    // What drafting has really cost so far (bounded); before the first draft, the weight-byte ratio.
-    c.draft_cost = draft_token_seconds(c.draft_cost, measured_cost[i], step1);
-    // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
-    // n-token step per token (much less than a decode), times the drafter's relative cost.
-    const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;
-    c.first_cost *= per_token;
-  }
-  SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens);
+  // A catch-up of n tokens runs as one batched chunk: its per-token cost is the target's
+  // n-token step per token (much less than a decode), times the drafter's relative cost.
+  const double per_token = cost_.empty() ? 0.0 : cost_.seconds(16) / 16.0;
+  for (SpecCandidate& c : cands) c.first_cost *= per_token;
+  // What a round has really cost so far (bounded); before the first rounds, the weight-byte
+  // ratio of a target step of as many tokens.
+  std::vector<DraftRoundSeconds> rounds;
+  for (const Drafter* d : round_drafters)
+    rounds.push_back([this, d](int64_t n) {
+      return draft_round_seconds(d->relative_cost(), d->round_seconds(n),
+                                 cost_.empty() ? 0.0 : cost_.seconds(n));
+    });
+  SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens, rounds);
   if (adaptive && probe_.apply(cands)) metrics_.spec_probes.add(1.0);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];

@@ -74,7 +74,7 @@ std::vector<int32_t> draft(std::vector<double> top, Slot& s, int* rounds = nullp
   run_draft_rounds(in, {&p, 1}, {static_cast<int64_t>(s.tokens.size()) - 1});
   if (rounds) *rounds = ex.rounds();
   // Every round fed one token of the one drafting slot: all but the warm-up round are timed.
-  if (ex.rounds() > 1) EXPECT_GT(timing.seconds_per_token(), 0.0);
+  if (ex.rounds() > 1) EXPECT_GT(timing.round_seconds(1), 0.0);
   return s.slot.draft;
 }
 
@@ -93,20 +93,26 @@ TEST(DraftRounds, PMinCutsOnEachTokensOwnProbability) {
   EXPECT_EQ(rounds, 2);
 }
 
-TEST(DraftTiming, AveragesSecondsPerTokenAfterAWarmUpRound) {
+TEST(DraftTiming, EstimatesARoundBySizeAfterAWarmUpRound) {
   DraftTiming t;
-  EXPECT_EQ(t.seconds_per_token(), 0.0);
+  EXPECT_EQ(t.round_seconds(1), 0.0);
   t.observe(1, 9.0);  // the warm-up: not counted
-  EXPECT_EQ(t.seconds_per_token(), 0.0);
-  t.observe(2, 1.0);  // 0.5 s per token
-  t.observe(1, 1.5);
-  EXPECT_DOUBLE_EQ(t.seconds_per_token(), 1.0);
+  EXPECT_EQ(t.round_seconds(1), 0.0);
+  t.observe(4, 0.2);  // a round of 4 sequences
+  // One size seen: rounds up to it cost as much (a memory-bound draft reads its weights once
+  // per round), larger ones proportionally more.
+  EXPECT_DOUBLE_EQ(t.round_seconds(1), 0.2);
+  EXPECT_DOUBLE_EQ(t.round_seconds(4), 0.2);
+  EXPECT_DOUBLE_EQ(t.round_seconds(8), 0.4);
+  t.observe(1, 0.14);  // a new size class
+  EXPECT_DOUBLE_EQ(t.round_seconds(1), 0.14);
+  EXPECT_DOUBLE_EQ(t.round_seconds(2), 0.14 + 0.06 / 3.0);
   t.observe(0, 5.0);  // nothing fed: ignored
   t.observe(1, -1.0);
-  EXPECT_DOUBLE_EQ(t.seconds_per_token(), 1.0);
-  // A round 100x slower counts as 3x the mean: (1 * 2 + 3) / 3.
-  t.observe(1, 100.0);
-  EXPECT_DOUBLE_EQ(t.seconds_per_token(), 5.0 / 3.0);
+  EXPECT_DOUBLE_EQ(t.round_seconds(1), 0.14);
+  // A round 100x slower counts as 3x the estimate, with a slow round's weight 0.1.
+  t.observe(1, 14.0);
+  EXPECT_DOUBLE_EQ(t.round_seconds(1), 0.9 * 0.14 + 0.1 * 0.42);
 }
 
 }  // namespace

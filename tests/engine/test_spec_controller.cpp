@@ -56,32 +56,68 @@ TEST(SpecController, DraftCostReducesTheLength) {
   EXPECT_EQ(cheap[0].k, 16);
 }
 
-TEST(DraftTokenSeconds, MeasuredCostBoundedByTwiceTheByteRatioOrHalfADecode) {
-  // Before any measurement: the weight-byte ratio of a 0.1 s decode.
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.0, 0.1), 0.028);
-  // Measured and plausible (0.37 of a decode): taken as it is.
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.037, 0.1), 0.037);
-  // A measurement inflated by a busy machine: bounded at 0.56 of a decode for a 0.28 draft ...
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.2, 0.1), 0.056);
-  // ... and at half a decode for a small one (its fixed per-forward costs are real).
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.05, 0.2, 0.1), 0.05);
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.05, 0.03, 0.1), 0.03);
+TEST(DraftRoundSeconds, MeasuredCostBoundedByTwiceTheByteRatioOrHalfATargetStep) {
+  // Before any measurement: the weight-byte ratio of a 0.1 s target step.
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.28, 0.0, 0.1), 0.028);
+  // Measured and plausible (0.37 of a target step): taken as it is.
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.28, 0.037, 0.1), 0.037);
+  // A measurement inflated by a busy machine: bounded at 0.56 of a target step for a 0.28 draft ...
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.28, 0.2, 0.1), 0.056);
+  // ... and at half a step for a small one (its fixed per-forward costs are real).
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.05, 0.2, 0.1), 0.05);
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.05, 0.03, 0.1), 0.03);
   // No step cost known yet: the measurement alone.
-  EXPECT_DOUBLE_EQ(draft_token_seconds(0.28, 0.2, 0.0), 0.2);
+  EXPECT_DOUBLE_EQ(draft_round_seconds(0.28, 0.2, 0.0), 0.2);
 }
 
 TEST(SpecController, AnInflatedDraftMeasurementStillLetsAnAcceptingSequenceDraft) {
   // A memory-bound target step (a 0.1 s decode, 4 tokens at 0.102 s), a sequence at the prior
-  // acceptance 0.6, a self-draft of 0.28 of the bytes whose rounds measured 0.3 s per token
-  // (three decodes: the machine was busy). Unbounded it would never draft again.
+  // acceptance 0.6, a self-draft of 0.28 of the bytes whose rounds measured 0.3 s (three
+  // decodes: the machine was busy). Unbounded it would never draft again.
   const StepCostModel m = model({{1, 0.1}, {4, 0.102}, {16, 0.3}});
   SpecController c(&m);
-  std::vector<SpecCandidate> raw = {{0.6, 0.3, 16, 0}};
-  c.choose(raw, 1);
-  EXPECT_EQ(raw[0].k, 0);
-  std::vector<SpecCandidate> bounded = {{0.6, draft_token_seconds(0.28, 0.3, 0.1), 16, 0}};
-  c.choose(bounded, 1);
-  EXPECT_GE(bounded[0].k, 1);
+  std::vector<SpecCandidate> s = {{0.6, 0.0, 16, 0}};
+  s[0].drafter = 0;
+  c.choose(s, 1, {[](int64_t) { return 0.3; }});
+  EXPECT_EQ(s[0].k, 0);
+  c.choose(s, 1, {[&](int64_t n) { return draft_round_seconds(0.28, 0.3, m.seconds(n)); }});
+  EXPECT_GE(s[0].k, 1);
+}
+
+TEST(SpecController, ADraftRoundIsSharedByTheSequencesDraftingInIt) {
+  // Four decodes on a memory-bound target (a step costs 1 s for any size here); a model
+  // drafter's round costs 0.5 s for one to four sequences.
+  const StepCostModel m = model({{1, 1.0}, {64, 1.0}});
+  const std::vector<DraftRoundSeconds> rounds = {[](int64_t) { return 0.5; }};
+  auto candidates = [](std::vector<double> alphas) {
+    std::vector<SpecCandidate> c;
+    for (double a : alphas) c.push_back({a, 0.0, 8, 0, 0.0, 0});
+    return c;
+  };
+  // At acceptance 0.6 no draft pays alone (4.6 tokens in 1.5 s < 4 in 1 s), but four in one
+  // round do (6.4 tokens in 1.5 s): every sequence drafts, and all to the same depth.
+  std::vector<SpecCandidate> s = candidates({0.6, 0.6, 0.6, 0.6});
+  SpecController(&m).choose(s, 4, rounds);
+  for (const SpecCandidate& x : s) {
+    EXPECT_GE(x.k, 1);
+    EXPECT_EQ(x.k, s[0].k);
+  }
+  // Priced per token at a whole round each, as if drafting were not batched: nothing pays.
+  std::vector<SpecCandidate> per_token = candidates({0.6, 0.6, 0.6, 0.6});
+  for (SpecCandidate& x : per_token) x.drafter = -1, x.draft_cost = 0.5;
+  SpecController(&m).choose(per_token, 4, {});
+  for (const SpecCandidate& x : per_token) EXPECT_EQ(x.k, 0);
+  // One likely sequence among unlikely ones pays the whole round alone, which its 0.9 does not
+  // repay (4.9 tokens in 1.3 s with a 0.3 s round); the same round priced per token of a round
+  // of four (0.075 s) would have drafted for it.
+  const std::vector<DraftRoundSeconds> cheap = {[](int64_t) { return 0.3; }};
+  std::vector<SpecCandidate> lone = candidates({0.9, 0.05, 0.05, 0.05});
+  SpecController(&m).choose(lone, 4, cheap);
+  for (const SpecCandidate& x : lone) EXPECT_EQ(x.k, 0);
+  std::vector<SpecCandidate> averaged = candidates({0.9, 0.05, 0.05, 0.05});
+  for (SpecCandidate& x : averaged) x.drafter = -1, x.draft_cost = 0.3 / 4;
+  SpecController(&m).choose(averaged, 4, {});
+  EXPECT_GE(averaged[0].k, 1);
 }
 
 TEST(SpecController, TakesARunOfDraftsThatPaysWhereItsFirstDraftAloneDoesNot) {

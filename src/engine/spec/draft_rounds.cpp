@@ -40,14 +40,19 @@ bool pick(DraftSlot& s, const float* row, int32_t n_vocab, std::vector<uint8_t>&
 
 }  // namespace
 
-void DraftTiming::observe(int64_t n_tokens, double seconds) {
-  if (n_tokens <= 0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
-  double per_token = seconds / static_cast<double>(n_tokens);
-  if (++n_ == 1) return;
-  if (n_ > 3) per_token = std::min(per_token, 3.0 * mean_);
-  // An even mean over the first rounds, then about the last 20 (the load changes).
-  const double w = std::max(1.0 / static_cast<double>(n_ - 1), 0.05);
-  mean_ += w * (per_token - mean_);
+void DraftTiming::observe(int64_t n_seqs, double seconds) {
+  if (n_seqs <= 0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
+  if (!warm_) {
+    warm_ = true;
+    return;
+  }
+  if (rounds_.empty()) {
+    rounds_.set_samples({{n_seqs, seconds}});
+    return;
+  }
+  // A round far slower than the estimate (the machine was busy) counts as 3x it: a drafter
+  // priced out by one slow round would never be asked again, so never measured again.
+  rounds_.observe(n_seqs, std::min(seconds, 3.0 * rounds_.seconds(n_seqs)));
 }
 
 std::vector<int64_t> run_draft_rounds(const DraftRoundsInput& in, std::span<DraftSlot* const> slots,

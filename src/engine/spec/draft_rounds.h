@@ -10,25 +10,28 @@
 
 #include "engine/executor.h"
 #include "engine/spec/drafter.h"
+#include "engine/spec/step_cost_model.h"
 
 namespace strata {
 
-// Seconds per drafted token, a decayed mean over the draft rounds that fed one token per drafting
-// sequence (a catch-up round is not a drafting cost): what a draft token really costs, which the
-// weight-byte ratio of relative_cost() underestimates (a low-bit draft is not purely
-// memory-bound, and every forward pays the same fixed overheads).
+// Seconds of a drafting round by the number of sequences drafting in it (each feeds one token):
+// what drafting really costs. The weight-byte ratio of relative_cost() underestimates it (a
+// low-bit draft is not purely memory-bound, and every forward pays the same fixed overheads),
+// and a per-token mean would be wrong the other way: a round of four sequences costs about what
+// a round of one does, so a draft for one sequence costs a whole round where the others draft
+// nothing that deep. Catch-up rounds are not drafting costs and are not timed.
 class DraftTiming {
  public:
-  void observe(int64_t n_tokens, double seconds);
-  double seconds_per_token() const { return n_ > 1 ? mean_ : 0.0; }
+  void observe(int64_t n_seqs, double seconds);
+  // Estimated seconds of a round of n sequences; 0 before the first timed round.
+  double round_seconds(int64_t n_seqs) const { return rounds_.empty() ? 0.0 : rounds_.seconds(n_seqs); }
 
  private:
-  double mean_ = 0.0;
-  // Rounds seen. The first is a warm-up (first touch of the draft's buffers) and not counted;
-  // the next ones are averaged evenly, and a round far slower than the mean (the machine was
-  // busy) counts as 3x the mean: a drafter priced out by one slow round would never be asked
-  // again, so never measured again.
-  int64_t n_ = 0;
+  // By round size, like the target's step cost (a round slower than the estimate, the machine
+  // busy, moves it a fifth as fast as a faster one, and counts as at most 3x the estimate). The
+  // first round is a warm-up (first touch of the draft's buffers) and not counted.
+  StepCostModel rounds_;
+  bool warm_ = false;
 };
 
 struct DraftRoundsInput {

@@ -66,9 +66,12 @@ class Drafter {
   // Relative cost of drafting one token of one sequence, in units of one target decode token
   // (0 for cheap drafters): the adaptive controller weighs it against the acceptance.
   virtual double relative_cost() const { return 0.0; }
-  // Measured seconds of drafting one token (0: nothing measured yet; the controller then prices
-  // a draft token as relative_cost() target decode steps).
-  virtual double measured_token_seconds() const { return 0.0; }
+  // Measured seconds of a drafting round in which n sequences draft one token each (0: nothing
+  // measured yet; the controller then prices a round as relative_cost() target steps of n tokens).
+  virtual double round_seconds(int64_t n_seqs) const {
+    (void)n_seqs;
+    return 0.0;
+  }
 };
 
 }  // namespace strata

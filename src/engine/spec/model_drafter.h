@@ -28,7 +28,7 @@ class ModelDrafter final : public Drafter {
   void allocate_kv(int32_t n_blocks, KvStorage& target_kv) override;
   void copy_blocks(const std::vector<BlockCopy>& copies) override;
   double relative_cost() const override { return relative_cost_; }
-  double measured_token_seconds() const override { return timing_.seconds_per_token(); }
+  double round_seconds(int64_t n_seqs) const override { return timing_.round_seconds(n_seqs); }
   int64_t lag(uint64_t seq_id, const std::vector<int32_t>& tokens) const override;
 
   const Model& model() const { return *model_; }

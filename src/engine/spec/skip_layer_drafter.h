@@ -23,7 +23,7 @@ class SkipLayerDrafter final : public Drafter {
   bool uses_kv() const override { return true; }
   void draft(std::span<DraftSlot* const> slots) override;
   double relative_cost() const override;
-  double measured_token_seconds() const override { return timing_.seconds_per_token(); }
+  double round_seconds(int64_t n_seqs) const override { return timing_.round_seconds(n_seqs); }
 
   // [n_layer] 1 = skipped (empty until calibrated).
   const std::vector<uint8_t>& skipped() const { return skip_; }

@@ -1,15 +1,17 @@
 // Adaptive draft lengths: how many tokens each sequence drafts this step.
 //
-// Drafts are handed out one at a time to the sequence where the next one is expected to add the
-// most accepted tokens (alpha^(k+1) for its k-th draft, alpha its running acceptance rate), as
-// long as the step's expected output tokens per second still improves under the measured cost
-// of a step of that many tokens (StepCostModel) plus the drafting; a sequence whose next draft
-// does not pay is done for this step. A memory-bound step takes
-// drafts almost for free; at high concurrency the step is compute-bound, each token costs its
-// full share, and the lengths shrink to 0 by themselves.
+// Drafts are handed out in moves that each raise the step's expected output tokens per second
+// under the measured cost of a step of that many tokens (StepCostModel) plus the drafting: one
+// more draft for the q most likely sequences (alpha^(k+1) for a k-th draft, alpha the running
+// acceptance rate; the smallest q that pays, since a model drafter's round costs about as much
+// for several sequences as for one), else the shortest run of one sequence's drafts that pays.
+// When no move pays the choice is made. A memory-bound step takes drafts almost for free; at
+// high concurrency the step is compute-bound, each token costs its full share, and the lengths
+// shrink to 0 by themselves.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/spec/step_cost_model.h"
@@ -41,29 +43,39 @@ struct SpecAcceptance {
 
 struct SpecCandidate {
   double alpha = 0.0;       // acceptance rate
-  double draft_cost = 0.0;  // seconds of drafting one token
+  double draft_cost = 0.0;  // seconds of drafting one token, for drafters priced per token
   int32_t max_k = 0;        // cap (draft_max, tokens left, context left)
   int32_t k = 0;            // chosen
-  // Seconds the first draft costs on top of draft_cost: the (amortized) catch-up of a draft
-  // model whose K/V lags the sequence because it did not draft for a while.
+  // Seconds the first draft costs on top: the (amortized) catch-up of a draft model whose K/V
+  // lags the sequence because it did not draft for a while.
   double first_cost = 0.0;
+  // Index of the model drafter's round costs in choose()'s `rounds` (-1: priced per token by
+  // draft_cost). A model drafter drafts in rounds batched over the sequences: the r-th draft of
+  // a sequence costs the growth of round r by one sequence.
+  int32_t drafter = -1;
 };
 
-// Seconds one draft token is priced at: what drafting has measured (`measured`, 0 before the
-// first rounds), else the weight-byte ratio `relative_cost` of a target decode step of `step1`
-// seconds. The measurement is capped at max(2 x relative_cost, 0.5) decode steps: a drafter
-// priced out by a few rounds slowed by the machine is not asked again, so never measured again,
-// and proposes nothing for the rest of the request (seen: a self:q4_0 run at 0% of the drafts it
-// did propose accepted, 1.0 tokens per step, next to runs at 2.8). No drafter of the target's
-// vocabulary legitimately costs more per token than that bound's share of a target decode.
-double draft_token_seconds(double relative_cost, double measured, double step1);
+// Seconds of one drafting round of a model drafter in which n sequences draft a token each.
+using DraftRoundSeconds = std::function<double(int64_t n_seqs)>;
+
+// Seconds a drafting round of n sequences is priced at: what drafting has measured (`measured`,
+// 0 before the first rounds), else the weight-byte ratio `relative_cost` of a target step of n
+// tokens (`step_n` seconds). The measurement is capped at max(2 x relative_cost, 0.5) target
+// steps: a drafter priced out by a few rounds slowed by the machine is not asked again, so
+// never measured again, and proposes nothing for the rest of the request (seen: a self:q4_0 run
+// at 0% of the drafts it did propose accepted, 1.0 tokens per step, next to runs at 2.8). No
+// drafter of the target's vocabulary legitimately costs more than that bound's share of a target
+// step of the same tokens.
+double draft_round_seconds(double relative_cost, double measured, double step_n);
 
 class SpecController {
  public:
   // cost: the target's step times (null: no cost model, every candidate gets max_k).
   explicit SpecController(const StepCostModel* cost) : cost_(cost) {}
-  // base_tokens: tokens of the step before any draft (decodes and prefill chunks).
-  void choose(std::vector<SpecCandidate>& candidates, int64_t base_tokens) const;
+  // base_tokens: tokens of the step before any draft (decodes and prefill chunks); rounds: the
+  // round costs of the model drafters the candidates' `drafter` indices name.
+  void choose(std::vector<SpecCandidate>& candidates, int64_t base_tokens,
+              const std::vector<DraftRoundSeconds>& rounds = {}) const;
 
  private:
   const StepCostModel* cost_;
