@@ -317,8 +317,9 @@ void write_outputs(const ChunkState& st) {
 
 }  // namespace
 
-void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa) {
-  thread_local Scratch scratch;
+namespace {
+
+ChunkState make_state(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa, Scratch& scratch) {
   const int hd = kv.head_dim, hd_v = kv.v_dim(), bs = kv.block_size;
   const int rows = c.n_q * c.group;
   STRATA_CHECK(rows <= kMaxRows && hd <= kMaxHeadDim && hd_v <= kMaxHeadDim && bs <= kMaxBlockSize);
@@ -326,31 +327,46 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel is
   const bool row_keys = kl.order == KvTileOrder::TokenRows;
   const bool q8_values =
       !kv.v_in_k && kv.v_type == KvType::Q8_0 && kv_value_tile_kernels(isa).accumulate_q8_0;
-  ChunkState st{c,
-                kv,
-                attention_tile_kernels(isa),
-                kv_codec_kernels(isa),
-                row_keys ? &kv_key_kernels(kv.k_type, isa) : nullptr,
-                kl.order == KvTileOrder::Interleaved ? &kv_key_tile_kernels(isa) : nullptr,
-                q8_values ? &kv_value_tile_kernels(isa) : nullptr,
-                kl,
-                kv.v_in_k ? KvTileLayout{} : kv.v_layout(),
-                hd,
-                hd_v,
-                bs,
-                c.softcap > 0.0f ? ScoreMap{c.scale / c.softcap, c.softcap} : ScoreMap{c.scale, 0.0f},
-                scratch.kt.floats(static_cast<size_t>(hd) * bs),
-                scratch.vf.floats(static_cast<size_t>(bs) * hd_v),
-                scratch.acc.floats(static_cast<size_t>(rows) * hd_v),
-                scratch.m,
-                scratch.l,
-                scratch.row,
-                c.q,
-                nullptr,
-                nullptr};
-  prepare_queries(st, scratch.q_rot, scratch.q_int);
-  init_rows(st);
-  if (c.n_sink_tokens > 0) attend_sinks(st, scratch);
+  return ChunkState{c,
+                    kv,
+                    attention_tile_kernels(isa),
+                    kv_codec_kernels(isa),
+                    row_keys ? &kv_key_kernels(kv.k_type, isa) : nullptr,
+                    kl.order == KvTileOrder::Interleaved ? &kv_key_tile_kernels(isa) : nullptr,
+                    q8_values ? &kv_value_tile_kernels(isa) : nullptr,
+                    kl,
+                    kv.v_in_k ? KvTileLayout{} : kv.v_layout(),
+                    hd,
+                    hd_v,
+                    bs,
+                    c.softcap > 0.0f ? ScoreMap{c.scale / c.softcap, c.softcap} : ScoreMap{c.scale, 0.0f},
+                    scratch.kt.floats(static_cast<size_t>(hd) * bs),
+                    scratch.vf.floats(static_cast<size_t>(bs) * hd_v),
+                    scratch.acc.floats(static_cast<size_t>(rows) * hd_v),
+                    scratch.m,
+                    scratch.l,
+                    scratch.row,
+                    c.q,
+                    nullptr,
+                    nullptr};
+}
+
+}  // namespace
+
+void attention_chunks(const AttentionChunk* cs, int n, const KvLayerView& kv, IsaLevel isa) {
+  STRATA_CHECK(n >= 1 && n <= kMaxInterleavedChunks);
+  thread_local Scratch scratch[kMaxInterleavedChunks];
+  alignas(ChunkState) unsigned char storage[kMaxInterleavedChunks][sizeof(ChunkState)];
+  ChunkState* st[kMaxInterleavedChunks];
+  for (int i = 0; i < n; ++i) {
+    st[i] = new (storage[i]) ChunkState(make_state(cs[i], kv, isa, scratch[i]));
+    prepare_queries(*st[i], scratch[i].q_rot, scratch[i].q_int);
+    init_rows(*st[i]);
+    if (cs[i].n_sink_tokens > 0) attend_sinks(*st[i], scratch[i]);
+  }
+  // The chunks share their tokens (so their block range) and their sequence's block table.
+  const AttentionChunk& c = cs[0];
+  const int bs = kv.block_size;
   int32_t lo_min = INT32_MAX, hi_max = -1;
   for (int t = 0; t < c.n_q; ++t) {
     lo_min = std::min(lo_min, window_start(c, t));
@@ -358,16 +374,28 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel is
   }
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
     const int32_t block = c.block_table[bi];
-    // Two blocks ahead: a block's work is too short to hide a whole memory round trip.
-    if (bi == lo_min / bs && bi + 1 <= hi_max / bs) prefetch_tiles(st, c.block_table[bi + 1]);
-    if (bi + 2 <= hi_max / bs) prefetch_tiles(st, c.block_table[bi + 2]);
+    // Two blocks ahead: a block's work is too short to hide a whole memory round trip. The
+    // chunks' tiles of one block are neighbours in the pool: together they read it in order.
+    for (int i = 0; i < n; ++i) {
+      if (bi == lo_min / bs && bi + 1 <= hi_max / bs) prefetch_tiles(*st[i], c.block_table[bi + 1]);
+      if (bi + 2 <= hi_max / bs) prefetch_tiles(*st[i], c.block_table[bi + 2]);
+    }
     const int n_keys = std::min(bs, hi_max - bi * bs + 1);
     const int slot = kv.staging ? kv.staging->slot_of_block[static_cast<size_t>(block)] : -1;
-    load_k(st, block, n_keys, slot);
-    load_v(st, block, n_keys, slot);
-    attend_block(st, bi, n_keys, false);
+    for (int i = 0; i < n; ++i) {
+      load_k(*st[i], block, n_keys, slot);
+      load_v(*st[i], block, n_keys, slot);
+      attend_block(*st[i], bi, n_keys, false);
+    }
   }
-  write_outputs(st);
+  for (int i = 0; i < n; ++i) {
+    write_outputs(*st[i]);
+    st[i]->~ChunkState();
+  }
+}
+
+void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa) {
+  attention_chunks(&c, 1, kv, isa);
 }
 
 }  // namespace strata::cpu
