@@ -1,6 +1,7 @@
 // The attention driver (attention.h): block walk, tile conversion and per-row softmax state; the
 // arithmetic on each tile is the ISA's tile steps (attention_tile.h), the KV codecs
-// (kv_codec.h) and, for block-quantized keys, the integer key dot products (kv_key_dot.h).
+// (kv_codec.h), for block-quantized keys the integer key dot products (kv_key_dot.h,
+// kv_key_tile.h) and for Q8_0 values the integer weighted sums (kv_value_tile.h).
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "backend/cpu/kv_codec.h"
 #include "backend/cpu/kv_key_dot.h"
 #include "backend/cpu/kv_key_tile.h"
+#include "backend/cpu/kv_value_tile.h"
 #include "core/check.h"
 
 namespace strata::cpu {
@@ -60,8 +62,9 @@ struct ChunkState {
   const KvLayerView& kv;
   const AttentionTileKernels& tk;
   const KvCodecKernels& codec;
-  const TypeKernels* key_dot;        // TokenRows K (Q4_1, Q5_0, Q5_1, IQ4_NL): integer scores per key row
-  const KvKeyTileKernels* key_tile;  // Interleaved K (Q8_0, Q4_0): integer scores, 16 keys a vector
+  const TypeKernels* key_dot;            // TokenRows K (Q4_1, Q5_0, Q5_1, IQ4_NL): integer scores per key row
+  const KvKeyTileKernels* key_tile;      // Interleaved K (Q8_0, Q4_0): integer scores, 16 keys a vector
+  const KvValueTileKernels* value_tile;  // Q8_0 V: integer weighted sums, or null (V dequantized)
   KvTileLayout kl, vl;
   int hd, hd_v, bs;
   ScoreMap sm;
@@ -76,6 +79,8 @@ struct ChunkState {
   const uint8_t* q_int;  // [rows][q_int_bytes] queries in key_dot's activation format
   size_t q_int_bytes = 0;
   const uint8_t* k_tile = nullptr;  // block-quantized K: the current tile's rows
+  const uint8_t* v_tile = nullptr;  // Q8_0 V for value_tile: the current tile's rows
+  int v_keys = 0;                   // tokens of v_tile not yet dequantized into vf (0: vf holds V)
 };
 
 const float* query_row(const ChunkState& st, int t, int h) {
@@ -195,6 +200,8 @@ void load_k(ChunkState& st, int32_t block, int n_keys, int slot) {
 
 void load_v(ChunkState& st, int32_t block, int n_keys, int slot) {
   const KvLayerView& kv = st.kv;
+  st.v_tile = nullptr;
+  st.v_keys = 0;
   if (kv.v_in_k) return;
   const size_t tile = static_cast<size_t>(block) * kv.n_head_kv + st.c.kv_head;
   const auto* src = static_cast<const uint8_t*>(kv.v) + tile * st.vl.bytes;
@@ -204,6 +211,9 @@ void load_v(ChunkState& st, int32_t block, int n_keys, int slot) {
                     static_cast<int64_t>(n_keys) * st.hd_v);
   } else if (kv_type_is_float(kv.v_type)) {
     st.codec.to_f32(kv.v_type, src, st.vf, static_cast<int64_t>(n_keys) * st.hd_v);
+  } else if (st.value_tile) {  // integer sums: dequantized only if a tile needs the float path
+    st.v_tile = src;
+    st.v_keys = n_keys;
   } else {
     st.codec.dequantize_rows(kv.v_type, src, st.vl.row_bytes, st.hd_v, n_keys, st.vf, st.hd_v);
   }
@@ -229,6 +239,22 @@ void score_rows(const ChunkState& st, int t, int h0, int n_rows, int n_keys, flo
                           st.q_int_bytes, s + j0, static_cast<size_t>(st.bs));
 }
 
+// The weighted sum of the tile's V into n_rows accumulators: integer for Q8_0 V where the tile's
+// scales allow it (kv_value_tile.h), else over the f32 V tile (dequantized on first need).
+void accumulate_rows(ChunkState& st, float* const* ar, int n_rows, const float* p, int first, int last,
+                     const float* corr) {
+  if (st.v_tile) {
+    if (st.value_tile->accumulate_q8_0(ar, n_rows, p, st.bs, st.v_tile, st.vl.row_bytes, st.hd_v, first, last,
+                                       corr))
+      return;
+    if (st.v_keys > 0) {
+      st.codec.dequantize_rows(st.kv.v_type, st.v_tile, st.vl.row_bytes, st.hd_v, st.v_keys, st.vf, st.hd_v);
+      st.v_keys = 0;
+    }
+  }
+  st.tk.accumulate(ar, n_rows, p, st.bs, st.vf, st.hd_v, first, last, corr);
+}
+
 // Every row of the chunk over the keys of block bi (already loaded), kRowsPerPass heads of one
 // token at a time: its window's keys, or (sink_pass) its sink keys below the window.
 void attend_block(ChunkState& st, int32_t bi, int n_keys, bool sink_pass) {
@@ -247,7 +273,7 @@ void attend_block(ChunkState& st, int32_t bi, int n_keys, bool sink_pass) {
       for (int i = 0; i < n_rows; ++i) ar[i] = st.acc + static_cast<int64_t>(r0 + i) * st.hd_v;
       score_rows(st, t, h0, n_rows, n_keys, s);
       st.tk.softmax(s, n_rows, st.bs, first, last, st.sm, st.m + r0, st.l + r0, p, corr);
-      st.tk.accumulate(ar, n_rows, p, st.bs, st.vf, st.hd_v, first, last, corr);
+      accumulate_rows(st, ar, n_rows, p, first, last, corr);
     }
   }
 }
@@ -291,37 +317,56 @@ void write_outputs(const ChunkState& st) {
 
 }  // namespace
 
-void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa) {
-  thread_local Scratch scratch;
+namespace {
+
+ChunkState make_state(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa, Scratch& scratch) {
   const int hd = kv.head_dim, hd_v = kv.v_dim(), bs = kv.block_size;
   const int rows = c.n_q * c.group;
   STRATA_CHECK(rows <= kMaxRows && hd <= kMaxHeadDim && hd_v <= kMaxHeadDim && bs <= kMaxBlockSize);
   const KvTileLayout kl = kv.k_layout();
   const bool row_keys = kl.order == KvTileOrder::TokenRows;
-  ChunkState st{c,
-                kv,
-                attention_tile_kernels(isa),
-                kv_codec_kernels(isa),
-                row_keys ? &kv_key_kernels(kv.k_type, isa) : nullptr,
-                kl.order == KvTileOrder::Interleaved ? &kv_key_tile_kernels(isa) : nullptr,
-                kl,
-                kv.v_in_k ? KvTileLayout{} : kv.v_layout(),
-                hd,
-                hd_v,
-                bs,
-                c.softcap > 0.0f ? ScoreMap{c.scale / c.softcap, c.softcap} : ScoreMap{c.scale, 0.0f},
-                scratch.kt.floats(static_cast<size_t>(hd) * bs),
-                scratch.vf.floats(static_cast<size_t>(bs) * hd_v),
-                scratch.acc.floats(static_cast<size_t>(rows) * hd_v),
-                scratch.m,
-                scratch.l,
-                scratch.row,
-                c.q,
-                nullptr,
-                nullptr};
-  prepare_queries(st, scratch.q_rot, scratch.q_int);
-  init_rows(st);
-  if (c.n_sink_tokens > 0) attend_sinks(st, scratch);
+  const bool q8_values =
+      !kv.v_in_k && kv.v_type == KvType::Q8_0 && kv_value_tile_kernels(isa).accumulate_q8_0;
+  return ChunkState{c,
+                    kv,
+                    attention_tile_kernels(isa),
+                    kv_codec_kernels(isa),
+                    row_keys ? &kv_key_kernels(kv.k_type, isa) : nullptr,
+                    kl.order == KvTileOrder::Interleaved ? &kv_key_tile_kernels(isa) : nullptr,
+                    q8_values ? &kv_value_tile_kernels(isa) : nullptr,
+                    kl,
+                    kv.v_in_k ? KvTileLayout{} : kv.v_layout(),
+                    hd,
+                    hd_v,
+                    bs,
+                    c.softcap > 0.0f ? ScoreMap{c.scale / c.softcap, c.softcap} : ScoreMap{c.scale, 0.0f},
+                    scratch.kt.floats(static_cast<size_t>(hd) * bs),
+                    scratch.vf.floats(static_cast<size_t>(bs) * hd_v),
+                    scratch.acc.floats(static_cast<size_t>(rows) * hd_v),
+                    scratch.m,
+                    scratch.l,
+                    scratch.row,
+                    c.q,
+                    nullptr,
+                    nullptr};
+}
+
+}  // namespace
+
+void attention_chunks(const AttentionChunk* cs, int n, const KvLayerView& kv, IsaLevel isa) {
+  STRATA_CHECK(n >= 1 && n <= kMaxInterleavedChunks);
+  thread_local Scratch scratch[kMaxInterleavedChunks];
+  alignas(ChunkState) unsigned char storage[kMaxInterleavedChunks][sizeof(ChunkState)];
+  ChunkState* st[kMaxInterleavedChunks];
+  for (int i = 0; i < n; ++i) {
+    st[i] = new (storage[i]) ChunkState(make_state(cs[i], kv, isa, scratch[i]));
+    prepare_queries(*st[i], scratch[i].q_rot, scratch[i].q_int);
+    init_rows(*st[i]);
+    if (cs[i].n_sink_tokens > 0) attend_sinks(*st[i], scratch[i]);
+  }
+  // The chunks share their tokens (so their block range) and their sequence's block table.
+  const AttentionChunk& c = cs[0];
+  const int bs = kv.block_size;
   int32_t lo_min = INT32_MAX, hi_max = -1;
   for (int t = 0; t < c.n_q; ++t) {
     lo_min = std::min(lo_min, window_start(c, t));
@@ -329,16 +374,28 @@ void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel is
   }
   for (int32_t bi = lo_min / bs; bi <= hi_max / bs; ++bi) {
     const int32_t block = c.block_table[bi];
-    // Two blocks ahead: a block's work is too short to hide a whole memory round trip.
-    if (bi == lo_min / bs && bi + 1 <= hi_max / bs) prefetch_tiles(st, c.block_table[bi + 1]);
-    if (bi + 2 <= hi_max / bs) prefetch_tiles(st, c.block_table[bi + 2]);
+    // Two blocks ahead: a block's work is too short to hide a whole memory round trip. The
+    // chunks' tiles of one block are neighbours in the pool: together they read it in order.
+    for (int i = 0; i < n; ++i) {
+      if (bi == lo_min / bs && bi + 1 <= hi_max / bs) prefetch_tiles(*st[i], c.block_table[bi + 1]);
+      if (bi + 2 <= hi_max / bs) prefetch_tiles(*st[i], c.block_table[bi + 2]);
+    }
     const int n_keys = std::min(bs, hi_max - bi * bs + 1);
     const int slot = kv.staging ? kv.staging->slot_of_block[static_cast<size_t>(block)] : -1;
-    load_k(st, block, n_keys, slot);
-    load_v(st, block, n_keys, slot);
-    attend_block(st, bi, n_keys, false);
+    for (int i = 0; i < n; ++i) {
+      load_k(*st[i], block, n_keys, slot);
+      load_v(*st[i], block, n_keys, slot);
+      attend_block(*st[i], bi, n_keys, false);
+    }
   }
-  write_outputs(st);
+  for (int i = 0; i < n; ++i) {
+    write_outputs(*st[i]);
+    st[i]->~ChunkState();
+  }
+}
+
+void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa) {
+  attention_chunks(&c, 1, kv, isa);
 }
 
 }  // namespace strata::cpu

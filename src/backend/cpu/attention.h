@@ -46,4 +46,11 @@ constexpr int kMaxBlockSize = 32;
 // Attention of the chunk's rows over the kv head's cached keys and values, written to c.out.
 void attention_chunk(const AttentionChunk& c, const KvLayerView& kv, IsaLevel isa);
 
+// The same for n <= kMaxInterleavedChunks chunks of the same tokens of one sequence (they differ
+// in kv head), walked block by block together: a block's tiles of consecutive kv heads are
+// neighbours in the pool, so the walk reads them in address order instead of one head's tiles
+// a page or more apart. Each chunk's arithmetic is attention_chunk's: the same results.
+constexpr int kMaxInterleavedChunks = 8;
+void attention_chunks(const AttentionChunk* cs, int n, const KvLayerView& kv, IsaLevel isa);
+
 }  // namespace strata::cpu

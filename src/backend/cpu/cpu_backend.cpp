@@ -345,10 +345,14 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
   const IsaLevel isa = isa_level();
   const int64_t q_row = static_cast<int64_t>(p.n_head) * p.head_dim;
   const int64_t out_row = static_cast<int64_t>(p.n_head) * hd_v;
-  const int64_t n_items = static_cast<int64_t>(spans.size()) * p.n_head_kv;
-  auto run_item = [&](int64_t item) {
-    const Span& sp = spans[item / p.n_head_kv];
-    const int32_t g = static_cast<int32_t>(item % p.n_head_kv);
+  // With enough spans to keep every thread busy, one item runs a span's kv heads together
+  // (attention_chunks: the pool's tiles of one block in address order); else one head an item.
+  const int32_t heads_per_item = static_cast<int64_t>(spans.size()) < 4 * static_cast<int64_t>(pool_.size())
+                                     ? 1
+                                     : std::min(p.n_head_kv, cpu::kMaxInterleavedChunks);
+  const int32_t head_items = (p.n_head_kv + heads_per_item - 1) / heads_per_item;
+  const int64_t n_items = static_cast<int64_t>(spans.size()) * head_items;
+  auto make_chunk = [&](const Span& sp, int32_t g) {
     const int32_t s = batch.seq[sp.first];
     cpu::AttentionChunk c;
     c.q = q + sp.first * q_row + static_cast<int64_t>(g) * group * p.head_dim;
@@ -370,7 +374,15 @@ void CpuBackend::attention(const float* q, const KvLayerView& kv, const Attentio
     for (int32_t i = 0; i < sp.n; ++i)
       STRATA_CHECK(batch.pos[sp.first + i] / kv.block_size < batch.n_blocks[s],
                    "position beyond block table");
-    cpu::attention_chunk(c, kv, isa);
+    return c;
+  };
+  auto run_item = [&](int64_t item) {
+    const Span& sp = spans[item / head_items];
+    const int32_t g0 = static_cast<int32_t>(item % head_items) * heads_per_item;
+    const int n = std::min(heads_per_item, p.n_head_kv - g0);
+    cpu::AttentionChunk cs[cpu::kMaxInterleavedChunks];
+    for (int i = 0; i < n; ++i) cs[i] = make_chunk(sp, g0 + i);
+    cpu::attention_chunks(cs, n, kv, isa);
   };
   if (n_items == 1) {
     run_item(0);
