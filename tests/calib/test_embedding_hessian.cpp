@@ -1,17 +1,26 @@
 // The token embedding's readers' Hessian (calib/embedding_hessian.h), checked against a float64
-// computation written here, and GPTQ under it (what `strata quantize --method gptq` does to an
-// untied embedding): the readers' error sum_rows (w - v)^T H (w - v), computed here in float64
-// on rows decoded by the scalar dequantizer, is below round-to-nearest's.
+// computation written here, and GPTQ under it, alone and as `strata quantize --method gptq` does
+// it to the untied embedding of a small synthetic model: the readers' error
+// sum_rows (w - v)^T H (w - v), computed here in float64 on rows decoded by the scalar
+// dequantizer, is below round-to-nearest's; with every reader weight 0, or --method rtn, the rows
+// are round-to-nearest's byte for byte.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "calib/embedding_hessian.h"
 #include "calib/gptq.h"
+#include "calib/quant_plan.h"
+#include "calib/quantize_job.h"
 #include "calib/scale_refit.h"
 #include "core/thread_pool.h"
+#include "formats/model_file.h"
+#include "model/synthetic_model.h"
 #include "quant/quantize.h"
 
 namespace strata::calib {
@@ -145,6 +154,99 @@ TEST(EmbeddingHessian, GptqUnderItLowersTheReadersErrorBelowRoundToNearest) {
       for (int64_t i = 0; i < c.n; ++i) ASSERT_TRUE(std::isfinite(v[static_cast<size_t>(i)]));
     }
   }
+}
+
+std::vector<float> tensor_f32(const ModelFile& f, const std::string& name) {
+  const TensorInfo* t = f.find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (!t) return {};
+  std::vector<float> v(static_cast<size_t>(t->n_elements()));
+  const int64_t n = t->ne[0];
+  for (int64_t r = 0; r < t->n_elements() / n; ++r)
+    dequantize_row(t->type,
+                   static_cast<const uint8_t*>(t->data) + static_cast<size_t>(r) * row_bytes(t->type, n),
+                   v.data() + r * n, n);
+  return v;
+}
+
+std::vector<uint8_t> tensor_bytes(const std::string& path, const std::string& name) {
+  const auto f = open_model_file(path);
+  const TensorInfo* t = f->find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (!t) return {};
+  EXPECT_EQ(t->type, TensorType::Q4_0);
+  const auto* p = static_cast<const uint8_t*>(t->data);
+  return {p, p + t->nbytes};
+}
+
+TEST(EmbeddingHessian, QuantizeJobRoundsTheUntiedEmbeddingUnderItsReaders) {
+  SynthPreset p = find_synth_preset("synth-tiny");
+  p.n_embd = 64;
+  p.n_layer = 2;
+  p.n_head = 2;
+  p.n_head_kv = 1;
+  p.n_ff = 128;
+  p.n_vocab = 300;
+  p.n_ctx = 256;
+  const std::string dir = ::testing::TempDir();
+  const std::string src = dir + "/embd-synth.gguf";
+  SynthOptions so;
+  so.type = TensorType::F32;
+  so.n_threads = 1;
+  write_synthetic_model(p, so, src, {});
+
+  auto run = [&](Method m, const QuantizeJobOptions::EmbeddingReaders& r, const std::string& out) {
+    QuantizeJobOptions o;
+    o.input = src;
+    o.output = out;
+    o.plan.preset = find_file_type("Q4_0");
+    o.plan.pure = true;
+    o.method = m;
+    o.calib_text = "Once upon a time there was a little girl who liked to play in the park with her dog. ";
+    for (int i = 0; i < 3; ++i) o.calib_text += o.calib_text;
+    o.calib_name = "test";
+    o.calib_ctx = 64;
+    o.embd = r;
+    o.threads = 2;
+    run_quantize_job(o);
+    return tensor_bytes(out, "token_embd.weight");
+  };
+  const QuantizeJobOptions::EmbeddingReaders none{0, 0, 0, 0, 0};
+  const std::vector<uint8_t> by_default = run(Method::Gptq, {}, dir + "/embd-gptq.gguf");
+  const std::vector<uint8_t> off = run(Method::Gptq, none, dir + "/embd-off.gguf");
+  const std::vector<uint8_t> rtn_job = run(Method::Rtn, {}, dir + "/embd-rtn.gguf");
+
+  const auto f = open_model_file(src);
+  const std::vector<float> emb = tensor_f32(*f, "token_embd.weight");
+  const int64_t n = p.n_embd, rows = p.n_vocab;
+  std::vector<uint8_t> rtn(row_bytes(TensorType::Q4_0, n) * static_cast<size_t>(rows));
+  quantize_rows(TensorType::Q4_0, emb.data(), rtn.data(), rows, n, nullptr, nullptr);
+  EXPECT_EQ(off, rtn);
+  EXPECT_EQ(rtn_job, rtn);
+  ASSERT_EQ(by_default.size(), rtn.size());
+  EXPECT_NE(by_default, rtn);
+
+  // The default readers: layer 0's gate/up behind its ffn_norm, the output matrix behind
+  // output_norm, each to a mean diagonal of 1, plus the identity.
+  const QuantizeJobOptions::EmbeddingReaders d;
+  const std::vector<float> gate = tensor_f32(*f, "blk.0.ffn_gate.weight"),
+                           up = tensor_f32(*f, "blk.0.ffn_up.weight");
+  const std::vector<float> out = tensor_f32(*f, "output.weight");
+  EmbeddingReaderGroup ffn0, output;
+  ffn0.weight = d.ffn0;
+  ffn0.gamma = tensor_f32(*f, "blk.0.ffn_norm.weight");
+  ffn0.mats = {gate.data(), up.data()};
+  ffn0.rows = {p.n_ff, p.n_ff};
+  output.weight = d.output;
+  output.gamma = tensor_f32(*f, "output_norm.weight");
+  output.mats = {out.data()};
+  output.rows = {p.n_vocab};
+  const std::vector<double> h = reference_hessian(n, {ffn0, output}, d.identity);
+  const double e_rtn = readers_error(TensorType::Q4_0, emb, rows, n, rtn.data(), h);
+  const double e_job = readers_error(TensorType::Q4_0, emb, rows, n, by_default.data(), h);
+  EXPECT_LT(e_job, 0.99 * e_rtn) << e_job << " vs " << e_rtn;
+  for (const char* name : {"embd-synth", "embd-gptq", "embd-off", "embd-rtn"})
+    std::filesystem::remove(dir + "/" + name + ".gguf");
 }
 
 }  // namespace
