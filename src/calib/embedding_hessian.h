@@ -7,12 +7,13 @@
 // of a group of readers is therefore d^T H_g d with H_g = sum_W diag(g) W^T W diag(g): a quadratic
 // form the same for every token, so one H rounds every row.
 //
-// Which readers count, and how much, is the caller's: on the models measured (BENCHMARKS.md) the
-// first layer's attention readers matter most, because there the residual is the embedding alone
-// and its norm divides by the embedding's own small rms; later layers read it diluted by the
-// layers' outputs. Each group is scaled to a mean diagonal of 1 before its weight applies, and
-// `identity` adds that much of I (the plain squared error), which keeps directions no reader
-// weighs from taking all the error.
+// Which readers count, and how much, is the caller's (quantize_job.h, --embd-readers). Measured on
+// synth-tiny (BENCHMARKS.md): the first layer's gate/up and the output matrix gain; the attention
+// readers cost (a token's own value row is averaged with the other positions' by the attention,
+// and q/k reach the output only through the softmax), and GPTQ under them moves the error into
+// the directions the per-token readers weigh. Each group is scaled to a mean diagonal of 1 before
+// its weight applies, and `identity` adds that much of I (the plain squared error), which keeps
+// directions no reader weighs from taking all the error.
 #pragma once
 
 #include <cstdint>

@@ -156,7 +156,8 @@ void setup(CLI::App& cmd) {
       "--embd-readers", c->embd_readers,
       "GPTQ on the untied token embedding (methods other than rtn): weights A,F,L,O,I of "
       "its readers' Hessian: every layer's q/k/v, layer 0's gate/up, the later layers' gate/up, the "
-      "output matrix's, and the identity (default 0,1,0,1,1; 0,0,0,0,0: round to nearest)");
+      "output matrix's, and the identity (default 0,0,0,0,0: round to nearest; 0,1,0,1,1 gained on "
+      "synth-tiny)");
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")

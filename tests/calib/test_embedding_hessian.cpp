@@ -2,8 +2,8 @@
 // computation written here, and GPTQ under it, alone and as `strata quantize --method gptq` does
 // it to the untied embedding of a small synthetic model: the readers' error
 // sum_rows (w - v)^T H (w - v), computed here in float64 on rows decoded by the scalar
-// dequantizer, is below round-to-nearest's; with every reader weight 0, or --method rtn, the rows
-// are round-to-nearest's byte for byte.
+// dequantizer, is below round-to-nearest's; by default (every reader weight 0), or with --method rtn, the
+// rows are round-to-nearest's byte for byte.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -211,24 +211,24 @@ TEST(EmbeddingHessian, QuantizeJobRoundsTheUntiedEmbeddingUnderItsReaders) {
     run_quantize_job(o);
     return tensor_bytes(out, "token_embd.weight");
   };
-  const QuantizeJobOptions::EmbeddingReaders none{0, 0, 0, 0, 0};
-  const std::vector<uint8_t> by_default = run(Method::Gptq, {}, dir + "/embd-gptq.gguf");
-  const std::vector<uint8_t> off = run(Method::Gptq, none, dir + "/embd-off.gguf");
-  const std::vector<uint8_t> rtn_job = run(Method::Rtn, {}, dir + "/embd-rtn.gguf");
+  const QuantizeJobOptions::EmbeddingReaders none{0, 0, 0, 0, 0}, d{0, 1, 0, 1, 1};
+  const std::vector<uint8_t> by_readers = run(Method::Gptq, d, dir + "/embd-gptq.gguf");
+  const std::vector<uint8_t> off = run(Method::Gptq, {}, dir + "/embd-off.gguf");
+  const std::vector<uint8_t> rtn_job = run(Method::Rtn, d, dir + "/embd-rtn.gguf");
 
   const auto f = open_model_file(src);
   const std::vector<float> emb = tensor_f32(*f, "token_embd.weight");
   const int64_t n = p.n_embd, rows = p.n_vocab;
   std::vector<uint8_t> rtn(row_bytes(TensorType::Q4_0, n) * static_cast<size_t>(rows));
   quantize_rows(TensorType::Q4_0, emb.data(), rtn.data(), rows, n, nullptr, nullptr);
-  EXPECT_EQ(off, rtn);
+  EXPECT_EQ(off, rtn);  // the default: off
+  EXPECT_EQ(run(Method::Gptq, none, dir + "/embd-off.gguf"), rtn);
   EXPECT_EQ(rtn_job, rtn);
-  ASSERT_EQ(by_default.size(), rtn.size());
-  EXPECT_NE(by_default, rtn);
+  ASSERT_EQ(by_readers.size(), rtn.size());
+  EXPECT_NE(by_readers, rtn);
 
-  // The default readers: layer 0's gate/up behind its ffn_norm, the output matrix behind
+  // The readers asked for: layer 0's gate/up behind its ffn_norm, the output matrix behind
   // output_norm, each to a mean diagonal of 1, plus the identity.
-  const QuantizeJobOptions::EmbeddingReaders d;
   const std::vector<float> gate = tensor_f32(*f, "blk.0.ffn_gate.weight"),
                            up = tensor_f32(*f, "blk.0.ffn_up.weight");
   const std::vector<float> out = tensor_f32(*f, "output.weight");
@@ -243,7 +243,7 @@ TEST(EmbeddingHessian, QuantizeJobRoundsTheUntiedEmbeddingUnderItsReaders) {
   output.rows = {p.n_vocab};
   const std::vector<double> h = reference_hessian(n, {ffn0, output}, d.identity);
   const double e_rtn = readers_error(TensorType::Q4_0, emb, rows, n, rtn.data(), h);
-  const double e_job = readers_error(TensorType::Q4_0, emb, rows, n, by_default.data(), h);
+  const double e_job = readers_error(TensorType::Q4_0, emb, rows, n, by_readers.data(), h);
   EXPECT_LT(e_job, 0.99 * e_rtn) << e_job << " vs " << e_rtn;
   for (const char* name : {"embd-synth", "embd-gptq", "embd-off", "embd-rtn"})
     std::filesystem::remove(dir + "/" + name + ".gguf");
