@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "calib/embedding_hessian.h"
 #include "calib/layer_folds.h"
 #include "calib/overlay_model_file.h"
 #include "calib/progress.h"
@@ -17,6 +18,7 @@
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
 #include "model/model_config.h"
+#include "quant/block_grid.h"
 #include "quant/quantize.h"
 
 namespace strata::calib {
@@ -96,6 +98,8 @@ class Job {
   void record(size_t index, OutTensor out, MatrixReport rep);
   void write();
   void reload_quantized_prefix();
+  bool embedding_by_gptq(const TensorInfo& t, TensorType type) const;
+  InputStats embedding_stats(int64_t n_embd);
   bool tied_embeddings() const { return src_->find_tensor("output.weight") == nullptr; }
 
   const QuantizeJobOptions& o_;
@@ -237,13 +241,64 @@ void Job::process_matrix(size_t index) {
   // output's inputs and move error into the rows the lookup reads (measured: GPTQ on the tied
   // embedding of tinystories656k alone raised the KLD 1.4x). It gets imatrix-weighted rounding.
   if (t.name == "token_embd.weight" && tied_embeddings()) mq.method = Method::Rtn;
+  const bool embd = embedding_by_gptq(t, p.type);
+  if (embd) mq.method = Method::Gptq;
   MatrixReport rep;
   for (int64_t e = 0; e < n_mat; ++e) {
     MatrixJob j = make_job(t, p.type, static_cast<int>(e), w.data() + e * slice);
+    if (embd) {
+      j.in = embedding_stats(t.ne[0]);
+      j.in_orig = j.in;
+    }
     MatrixReport r = quantize_matrix(j, mq, o.data.data() + static_cast<size_t>(e) * slice_bytes, &pool_);
     if (e == 0) rep = r;
   }
   record(index, std::move(o), std::move(rep));
+}
+
+bool Job::embedding_by_gptq(const TensorInfo& t, TensorType type) const {
+  return t.name == "token_embd.weight" && !tied_embeddings() && o_.method != Method::Rtn && o_.embd.any() &&
+         t.n_dims == 2 && type_traits(type).quantized && has_block_grid(type) &&
+         t.ne[0] % type_traits(type).block_size == 0;
+}
+
+// The embedding's readers (embedding_hessian.h), from the source weights, each with its norm
+// weight folded in.
+InputStats Job::embedding_stats(int64_t n_embd) {
+  std::vector<std::vector<float>> keep;  // the weights the groups point into (moves keep the buffers)
+  auto add = [&](EmbeddingReaderGroup& g, const std::string& norm, const std::string& name) {
+    const TensorInfo* t = src_->find_tensor(name);
+    if (g.weight == 0 || !t || t->n_dims != 2 || t->ne[0] != n_embd) return;
+    std::vector<float> w = dequantized(*t);
+    const TensorInfo* gt = src_->find_tensor(norm);
+    if (gt && gt->n_elements() == n_embd) {
+      const std::vector<float> gamma = dequantized(*gt);
+      for (size_t i = 0; i < w.size(); ++i) w[i] *= gamma[i % static_cast<size_t>(n_embd)];
+    }
+    keep.push_back(std::move(w));
+    g.mats.push_back(keep.back().data());
+    g.rows.push_back(t->ne[1]);
+  };
+  std::vector<EmbeddingReaderGroup> groups(4);
+  groups[0].weight = o_.embd.attn;
+  groups[1].weight = o_.embd.ffn0;
+  groups[2].weight = o_.embd.ffn_later;  // every later layer together, scaled as one group
+  groups[3].weight = o_.embd.output;
+  for (const auto& [layer, idx] : layers_) {
+    const std::string b = "blk." + std::to_string(layer) + ".";
+    for (const char* m : {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight"})
+      add(groups[0], b + "attn_norm.weight", b + m);
+    for (const char* m : {"ffn_gate.weight", "ffn_up.weight"})
+      add(groups[layer == 0 ? 1 : 2], b + "ffn_norm.weight", b + m);
+  }
+  add(groups[3], "output_norm.weight", "output.weight");
+  InputStats s;
+  s.n = n_embd;
+  s.gram = embedding_hessian(n_embd, groups, o_.embd.identity, &pool_);
+  s.msq.resize(static_cast<size_t>(n_embd));
+  for (int64_t i = 0; i < n_embd; ++i)
+    s.msq[static_cast<size_t>(i)] = s.gram[static_cast<size_t>(i * n_embd + i)];
+  return s;
 }
 
 void Job::process_layer(int64_t layer) {

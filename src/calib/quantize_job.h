@@ -33,6 +33,17 @@ struct QuantizeJobOptions {
   bool sequential = false;
   int64_t metric_rows = 128;
   int threads = 0;
+  // The untied token embedding under --method gptq/awq/awq+gptq: GPTQ (with the refit and descent
+  // above) under embedding_hessian.h's H instead of round-to-nearest. Weights of the reader groups
+  // (each scaled to a mean diagonal of 1): every layer's q/k/v behind its attn_norm, the first
+  // layer's gate/up behind its ffn_norm, the later layers' gate/up, the output matrix behind
+  // output_norm; and of the identity. All zero (the default): round-to-nearest.
+  struct EmbeddingReaders {
+    // Off by default: on stories260K it moved the KLD by -1 % to +1.4 % depending on the recipe
+    // (BENCHMARKS.md); 0,1,0,1,1 is what gained on synth-tiny.
+    double attn = 0, ffn0 = 0, ffn_later = 0, output = 0, identity = 0;
+    bool any() const { return attn != 0 || ffn0 != 0 || ffn_later != 0 || output != 0 || identity != 0; }
+  } embd;
 };
 
 struct TensorReport {

@@ -13,6 +13,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "calib/quantize_job.h"
 #include "cli/command.h"
@@ -32,8 +34,28 @@ struct QuantizeCliOptions {
   std::string calib_mem = "2GiB";
   std::vector<std::string> tensor_types;
   std::string output_tensor_type, token_embedding_type;
+  std::string embd_readers;
   bool no_summary = false;
 };
+
+// "A,F,L,O,I": the weights of QuantizeJobOptions::EmbeddingReaders, in its order.
+calib::QuantizeJobOptions::EmbeddingReaders parse_embd_readers(const std::string& s) {
+  double v[5];
+  size_t pos = 0;
+  for (int i = 0; i < 5; ++i) {
+    const size_t end = i < 4 ? s.find(',', pos) : s.size();
+    if (end == std::string::npos) STRATA_THROW("--embd-readers needs five numbers A,F,L,O,I: '", s, "'");
+    try {
+      size_t used = 0;
+      v[i] = std::stod(s.substr(pos, end - pos), &used);
+      if (used != end - pos || v[i] < 0) throw std::invalid_argument("bad");
+    } catch (const std::exception&) {
+      STRATA_THROW("--embd-readers: '", s.substr(pos, end - pos), "' is not a number >= 0");
+    }
+    pos = end + 1;
+  }
+  return {v[0], v[1], v[2], v[3], v[4]};
+}
 
 TensorType parse_tensor_type_option(const std::string& name, const char* option) {
   const auto t = tensor_type_from_name(name);
@@ -67,6 +89,7 @@ void run(QuantizeCliOptions& c) {
     if (o.calib_text.empty()) STRATA_THROW(c.calib_file, ": the calibration text is empty");
   }
   o.calib_mem = server::parse_byte_size(c.calib_mem);
+  if (!c.embd_readers.empty()) o.embd = parse_embd_readers(c.embd_readers);
   if (o.gptq.damp < 0 || o.gptq.damp > 10) STRATA_THROW("--damp must be in [0, 10]");
 
   const calib::QuantizeJobResult r = calib::run_quantize_job(o);
@@ -129,6 +152,12 @@ void setup(CLI::App& cmd) {
   cmd.add_option("--gptq-descent-sweeps", o.gptq.descent_sweeps,
                  "GPTQ: column sweeps per descent round at most (default 8)")
       ->check(CLI::Range(1, 1000));
+  cmd.add_option(
+      "--embd-readers", c->embd_readers,
+      "GPTQ on the untied token embedding (methods other than rtn): weights A,F,L,O,I of "
+      "its readers' Hessian: every layer's q/k/v, layer 0's gate/up, the later layers' gate/up, the "
+      "output matrix's, and the identity (default 0,0,0,0,0: round to nearest; 0,1,0,1,1 gained on "
+      "synth-tiny)");
   cmd.add_option("--gptq-batch", o.gptq.batch, "GPTQ: lazy batch in columns (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd.add_option("--awq-grid", o.awq.n_grid, "AWQ: points of the scale exponent grid (default 20)")
