@@ -135,7 +135,7 @@ void EngineCore::plan_speculation() {
                                  cost_.empty() ? 0.0 : cost_.seconds(n));
     });
   SpecController(adaptive ? &cost_ : nullptr).choose(cands, base_tokens, rounds);
-  if (adaptive && probe_.apply(cands)) metrics_.spec_probes.add(1.0);
+  if (adaptive && probe_.apply(cands, base_tokens)) metrics_.spec_probes.add(1.0);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     const SpecConfig& spec = s.request->spec;

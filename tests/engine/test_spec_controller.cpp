@@ -161,7 +161,7 @@ TEST(PricedOutProbe, DraftsAShortRunOnceInKEveryStepsThatDraftNothing) {
   int probes = 0;
   for (int step = 1; step <= 4 * PricedOutProbe::kEvery; ++step) {
     std::vector<SpecCandidate> c = {{0.3, 0.0, 16, 0}, {0.7, 0.0, 16, 0}, {0.9, 0.0, 0, 0}};
-    if (probe.apply(c)) {
+    if (probe.apply(c, 1)) {
       ++probes;
       EXPECT_EQ(step % PricedOutProbe::kEvery, 0) << step;
       EXPECT_EQ(c[0].k, 0);
@@ -175,19 +175,36 @@ TEST(PricedOutProbe, DraftsAShortRunOnceInKEveryStepsThatDraftNothing) {
   // A step in which something drafts starts the count over; a short cap shortens the probe.
   for (int step = 1; step < PricedOutProbe::kEvery; ++step) {
     std::vector<SpecCandidate> c = {{0.5, 0.0, 2, 0}};
-    EXPECT_FALSE(probe.apply(c));
+    EXPECT_FALSE(probe.apply(c, 1));
   }
   std::vector<SpecCandidate> drafting = {{0.5, 0.0, 2, 1}};
-  EXPECT_FALSE(probe.apply(drafting));
+  EXPECT_FALSE(probe.apply(drafting, 1));
   EXPECT_EQ(drafting[0].k, 1);
   int32_t until = 0;
   for (;;) {
     std::vector<SpecCandidate> c = {{0.5, 0.0, 2, 0}};
     ++until;
-    if (probe.apply(c)) {
+    if (probe.apply(c, 1)) {
       EXPECT_EQ(c[0].k, 2);
       break;
     }
+  }
+  EXPECT_EQ(until, PricedOutProbe::kEvery);
+}
+
+TEST(PricedOutProbe, LargeStepsNeitherProbeNorCount) {
+  PricedOutProbe probe;
+  for (int step = 1; step <= 4 * PricedOutProbe::kEvery; ++step) {
+    std::vector<SpecCandidate> c = {{0.9, 0.0, 16, 0}};
+    EXPECT_FALSE(probe.apply(c, PricedOutProbe::kMaxBase + 1)) << step;
+    EXPECT_EQ(c[0].k, 0);
+  }
+  // The large steps did not count towards the next probe of a small step.
+  int32_t until = 0;
+  for (;;) {
+    std::vector<SpecCandidate> c = {{0.9, 0.0, 16, 0}};
+    ++until;
+    if (probe.apply(c, PricedOutProbe::kMaxBase)) break;
   }
   EXPECT_EQ(until, PricedOutProbe::kEvery);
 }

@@ -176,7 +176,8 @@ void SpecController::choose(std::vector<SpecCandidate>& c, int64_t base_tokens,
   }
 }
 
-bool PricedOutProbe::apply(std::vector<SpecCandidate>& c) {
+bool PricedOutProbe::apply(std::vector<SpecCandidate>& c, int64_t base_tokens) {
+  if (base_tokens > kMaxBase) return false;
   SpecCandidate* best = nullptr;
   for (SpecCandidate& s : c) {
     if (s.k > 0) {

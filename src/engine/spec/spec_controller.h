@@ -87,15 +87,19 @@ class SpecController {
 // off (seen: a batch-1 run that drafted nothing, 0.80x of plain decoding, next to runs at 1.6x).
 // So every kEvery such steps the most accepting sequence drafts a short run anyway: its step is
 // observed (StepCostModel::observe), and the estimate moves to what the machine does now. Where
-// drafting really does not pay, that costs a few tokens' work once in kEvery steps.
+// drafting really does not pay, that costs a few tokens' work once in kEvery steps. Only small
+// steps (at most kMaxBase tokens before drafts) probe: the sizes just above a larger step are
+// observed anyway as the batch changes, and there a probe's draft rounds and extra tokens are
+// pure cost (seen: 64 streams 0.92-0.94x of plain with nothing drafted but probes).
 class PricedOutProbe {
  public:
   static constexpr int32_t kEvery = 32;
   static constexpr int32_t kLength = 3;  // a 4-token step at batch 1, a calibrated size
-  // After SpecController::choose: counts a step in which no candidate got a draft, and on every
-  // kEvery-th gives the candidate of highest acceptance a run of kLength (at most its max_k).
-  // True when it did.
-  bool apply(std::vector<SpecCandidate>& candidates);
+  static constexpr int64_t kMaxBase = 4;
+  // After SpecController::choose: counts a step of at most kMaxBase base tokens in which no
+  // candidate got a draft, and on every kEvery-th gives the candidate of highest acceptance a
+  // run of kLength (at most its max_k). True when it did.
+  bool apply(std::vector<SpecCandidate>& candidates, int64_t base_tokens);
 
  private:
   int32_t steps_ = 0;  // consecutive steps in which every draft was priced out
