@@ -90,12 +90,13 @@ class SpecController {
 // drafting really does not pay, that costs a few tokens' work once in kEvery steps. Only small
 // steps (at most kMaxBase tokens before drafts) probe: the sizes just above a larger step are
 // observed anyway as the batch changes, and there a probe's draft rounds and extra tokens are
-// pure cost (seen: 64 streams 0.92-0.94x of plain with nothing drafted but probes).
+// pure cost (seen: 64 streams 0.92-0.94x of plain with nothing drafted but probes; at 4 streams a
+// probe is three ~13 ms draft rounds and 3 more verified tokens once in 32 steps of ~50 ms).
 class PricedOutProbe {
  public:
   static constexpr int32_t kEvery = 32;
   static constexpr int32_t kLength = 3;  // a 4-token step at batch 1, a calibrated size
-  static constexpr int64_t kMaxBase = 4;
+  static constexpr int64_t kMaxBase = 2;
   // After SpecController::choose: counts a step of at most kMaxBase base tokens in which no
   // candidate got a draft, and on every kEvery-th gives the candidate of highest acceptance a
   // run of kLength (at most its max_k). True when it did.
