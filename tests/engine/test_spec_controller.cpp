@@ -156,6 +156,16 @@ TEST(StepCostModel, AFasterStepMovesTheEstimateMoreThanASlowerOne) {
   EXPECT_LT(down.seconds(4), 1.15);
 }
 
+TEST(StepCostModel, AStaleSmallerSizeDoesNotPinAnObservedLargerOne) {
+  // A start-up 2-token sample came out slow; only 4-token steps run afterwards.
+  StepCostModel m = model({{1, 1.0}, {2, 3.0}, {4, 3.0}, {8, 4.0}});
+  for (int i = 0; i < 40; ++i) m.observe(4, 2.0);
+  EXPECT_NEAR(m.seconds(4), 2.0, 0.01);
+  EXPECT_LE(m.seconds(2), m.seconds(4));  // still monotone: the stale point came down
+  EXPECT_GE(m.seconds(2), m.seconds(1));
+  EXPECT_NEAR(m.seconds(8), 4.0, 1e-12);  // the larger sizes keep their own estimates
+}
+
 TEST(PricedOutProbe, DraftsAShortRunOnceInKEveryStepsThatDraftNothing) {
   PricedOutProbe probe;
   int probes = 0;

@@ -4,6 +4,7 @@
 // step's cost grows with every token, and speculation stops paying.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,8 +28,8 @@ class StepCostModel {
     int64_t n;
     double seconds;
   };
-  void make_monotone();
-  std::vector<Point> points_;  // increasing n, non-decreasing seconds
+  void make_monotone(size_t anchor);  // anchor: the point to keep
+  std::vector<Point> points_;         // increasing n, non-decreasing seconds
 };
 
 }  // namespace strata
