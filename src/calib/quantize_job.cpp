@@ -243,12 +243,13 @@ void Job::process_matrix(size_t index) {
   if (t.name == "token_embd.weight" && tied_embeddings()) mq.method = Method::Rtn;
   const bool embd = embedding_by_gptq(t, p.type);
   if (embd) mq.method = Method::Gptq;
+  const InputStats embd_stats = embd ? embedding_stats(t.ne[0]) : InputStats{};  // one matrix: computed once
   MatrixReport rep;
   for (int64_t e = 0; e < n_mat; ++e) {
     MatrixJob j = make_job(t, p.type, static_cast<int>(e), w.data() + e * slice);
     if (embd) {
-      j.in = embedding_stats(t.ne[0]);
-      j.in_orig = j.in;
+      j.in = embd_stats;
+      j.in_orig = embd_stats;
     }
     MatrixReport r = quantize_matrix(j, mq, o.data.data() + static_cast<size_t>(e) * slice_bytes, &pool_);
     if (e == 0) rep = r;
