@@ -24,6 +24,7 @@ using testing::accumulation_terms;
 using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
+using testing::ref_dot_q4_k_packed;
 using testing::ref_dot_rows;
 
 class IsaGuard {
@@ -73,6 +74,9 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
         random_floats(static_cast<size_t>(3 * n_in), 41 + static_cast<uint32_t>(n_in));
     std::vector<uint8_t> act(row_bytes(ref.vec_dot_type, n_in));
     ref.from_float(x.data(), act.data(), n_in);
+    // Interleaved Q4_K quantizes the activations as Q8_1 blocks (packed_kernels.h).
+    std::vector<uint8_t> act_q8_1(row_bytes(TensorType::Q8_1, n_in));
+    type_kernels(TensorType::Q4_1, IsaLevel::Scalar).from_float(x.data(), act_q8_1.data(), n_in);
     for (int64_t n_out : {1, 3, 7, 9, 31, 33, 257}) {
       for (int offset : {0, 3}) {
         // The row view reads the weights in place, at an odd address for offset != 0; Auto is the
@@ -91,11 +95,15 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
         matmul(pool, *pm, x.data(), y3.data(), 3);
         for (int64_t o = 0; o < n_out; ++o) {
           const uint8_t* row = w + o * wrow;
-          const auto exact = ref_dot_rows(wt, row, ref.vec_dot_type, act.data(), n_in);
-          const double tol = dot_tolerance(accumulation_terms(wt, n_in), exact.abs_sum);
+          const bool q4_k_packed = wt == TensorType::Q4_K && pm->interleaved();
+          const auto exact = q4_k_packed ? ref_dot_q4_k_packed(row, act_q8_1.data(), n_in)
+                                         : ref_dot_rows(wt, row, ref.vec_dot_type, act.data(), n_in);
+          const double tol =
+              dot_tolerance(q4_k_packed ? 2 * n_in / 32 : accumulation_terms(wt, n_in), exact.abs_sum);
           const std::string where = "n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out) +
                                     " offset " + std::to_string(offset) + " row " + std::to_string(o);
-          ASSERT_NEAR(y[static_cast<size_t>(o)], ref.vec_dot(n_in, row, act.data()), tol) << where;
+          if (!q4_k_packed)
+            ASSERT_NEAR(y[static_cast<size_t>(o)], ref.vec_dot(n_in, row, act.data()), tol) << where;
           ASSERT_NEAR(y[static_cast<size_t>(o)], exact.value, tol) << where;
           ASSERT_EQ(y[static_cast<size_t>(o)], y3[static_cast<size_t>(o)])
               << where << ": GEMV differs from GEMM";

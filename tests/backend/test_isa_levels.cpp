@@ -75,27 +75,32 @@ TEST(IsaLevels, SetLevelClamps) {
 }
 
 // What `strata bench` and bench_matmul report as the kernel set that ran: at every level, Auto
-// interleaves Q4_0 exactly where a SIMD set exists and the reported level is the one whose
-// kernels matmul() dispatches to; Q4_K (no interleaved layout) runs its row kernels.
+// interleaves Q4_0 (and, on x86, Q4_K) exactly where a SIMD set exists and the reported level is
+// the one whose kernels matmul() dispatches to; Q6_K (no interleaved layout) runs its row kernels.
 TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
   const IsaLevel saved = isa_level();
-  std::vector<uint8_t> q4_0(row_bytes(TensorType::Q4_0, 256) * 16),
-      q4_k(row_bytes(TensorType::Q4_K, 256) * 16);
+  std::vector<TensorType> interleaved_types{TensorType::Q4_0};
+#if defined(__x86_64__)
+  interleaved_types.push_back(TensorType::Q4_K);
+#endif
+  std::vector<uint8_t> q6_k(row_bytes(TensorType::Q6_K, 256) * 16);
   for (IsaLevel isa : supported_isa_levels()) {
     set_isa_level(isa);
-    const auto w = pack_matrix(TensorType::Q4_0, 256, 16, q4_0.data());
-    EXPECT_EQ(w->interleaved(), isa != IsaLevel::Scalar) << isa_name(isa);
-    const IsaLevel want = w->interleaved() ? packed_kernels(isa).level : resolved_isa(TensorType::Q4_0, isa);
-    EXPECT_EQ(matmul_kernel_level(*w), want) << isa_name(isa);
-    EXPECT_EQ(matmul_kernel_description(TensorType::Q4_0),
-              std::string(type_name(TensorType::Q4_0)) + (w->interleaved() ? " interleaved " : " rows ") +
-                  isa_name(want));
-    const auto k = pack_matrix(TensorType::Q4_K, 256, 16, q4_k.data());
+    for (TensorType t : interleaved_types) {
+      std::vector<uint8_t> data(row_bytes(t, 256) * 16);
+      const auto w = pack_matrix(t, 256, 16, data.data());
+      EXPECT_EQ(w->interleaved(), isa != IsaLevel::Scalar) << isa_name(isa);
+      const IsaLevel want = w->interleaved() ? packed_kernels(isa).level : resolved_isa(t, isa);
+      EXPECT_EQ(matmul_kernel_level(*w), want) << isa_name(isa);
+      EXPECT_EQ(matmul_kernel_description(t),
+                std::string(type_name(t)) + (w->interleaved() ? " interleaved " : " rows ") + isa_name(want));
+    }
+    const auto k = pack_matrix(TensorType::Q6_K, 256, 16, q6_k.data());
     EXPECT_FALSE(k->interleaved());
-    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(TensorType::Q4_K, isa));
+    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(TensorType::Q6_K, isa));
     EXPECT_EQ(
-        matmul_kernel_description(TensorType::Q4_K),
-        std::string(type_name(TensorType::Q4_K)) + " rows " + isa_name(resolved_isa(TensorType::Q4_K, isa)));
+        matmul_kernel_description(TensorType::Q6_K),
+        std::string(type_name(TensorType::Q6_K)) + " rows " + isa_name(resolved_isa(TensorType::Q6_K, isa)));
   }
   set_isa_level(saved);
 }

@@ -13,6 +13,7 @@
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/tensor_type.h"
+#include "quant/blocks.h"
 #include "quant/quantize.h"
 
 namespace strata::cpu::testing {
@@ -174,6 +175,29 @@ inline RefDot ref_dot_rows(TensorType wtype, const uint8_t* w, TensorType atype,
       r.value += m * (s - sum_a);
       r.abs_sum += std::fabs(m * s);
     }
+  }
+  return r;
+}
+
+// The exact value the interleaved Q4_K kernels approximate (packed_kernels.h) for Q4_K row w and
+// Q8_1 activation row a (the packed activation format): they multiply sub-block j's min
+// dmin * m_j by the stored s = fp16(d_a * sum(q)) instead of the exact sum of the activations.
+inline RefDot ref_dot_q4_k_packed(const uint8_t* w, const uint8_t* a, int64_t n) {
+  const std::vector<double> wd = dequantized(TensorType::Q4_K, w, n),
+                            ad = dequantized(TensorType::Q8_1, a, n);
+  RefDot r = ref_dot(wd, ad);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    BlockQ4_K blk;
+    std::memcpy(&blk, w + (b / 8) * sizeof(BlockQ4_K), sizeof blk);
+    uint8_t sc, m;
+    unpack_k4_scale_min(blk.scales, static_cast<int>(b % 8), &sc, &m);
+    fp16_t sh;
+    std::memcpy(&sh, a + b * sizeof(BlockQ8_1) + 2, 2);  // Q8_1: d, then s
+    double sum_a = 0.0;
+    for (int64_t i = 32 * b; i < 32 * (b + 1); ++i) sum_a += ad[static_cast<size_t>(i)];
+    const double min = static_cast<double>(fp16_to_f32(blk.dmin)) * m, s = fp16_to_f32(sh);
+    r.value -= min * (s - sum_a);
+    r.abs_sum += std::fabs(min * s);
   }
   return r;
 }

@@ -23,6 +23,7 @@ namespace {
 using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
+using testing::ref_dot_q4_k_packed;
 using testing::ref_dot_rows;
 
 // Restores the ISA level a test changed.
@@ -43,16 +44,20 @@ int64_t terms(TensorType t, int64_t n) {
 }
 
 // Checks y ([n_tokens, n_out]) = w ([n_out, n_in] rows of wt) x ([n_tokens, n_in]).
+// Interleaved Q4_K quantizes activations as Q8_1 blocks (packed_kernels.h), its rows as Q8_K.
 void expect_matmul_close(TensorType wt, const std::vector<uint8_t>& w, const std::vector<float>& x,
                          const std::vector<float>& y, int64_t n_in, int64_t n_out, int64_t n_tokens,
-                         const std::string& what) {
-  const TypeKernels& ref = type_kernels(wt, IsaLevel::Scalar);
+                         const std::string& what, bool interleaved = false) {
+  const bool q4_k_packed = wt == TensorType::Q4_K && interleaved;
+  const TypeKernels& ref = type_kernels(q4_k_packed ? TensorType::Q4_1 : wt, IsaLevel::Scalar);
   const size_t wrow = row_bytes(wt, n_in);
   std::vector<uint8_t> act(row_bytes(ref.vec_dot_type, n_in));
   for (int64_t t = 0; t < n_tokens; ++t) {
     ref.from_float(x.data() + t * n_in, act.data(), n_in);
     for (int64_t o = 0; o < n_out; ++o) {
-      const auto exact = ref_dot_rows(wt, w.data() + o * wrow, ref.vec_dot_type, act.data(), n_in);
+      const auto exact = q4_k_packed
+                             ? ref_dot_q4_k_packed(w.data() + o * wrow, act.data(), n_in)
+                             : ref_dot_rows(wt, w.data() + o * wrow, ref.vec_dot_type, act.data(), n_in);
       ASSERT_NEAR(y[static_cast<size_t>(t * n_out + o)], exact.value,
                   dot_tolerance(terms(wt, n_in), exact.abs_sum))
           << what << " token " << t << " row " << o;
@@ -114,7 +119,8 @@ TEST_P(Matmul, MatchesDoubleReferenceForAwkwardShapes) {
       std::vector<float> y(static_cast<size_t>(n_out * n_tokens), -1.0f);
       matmul(n_tokens == 7 ? pool3 : pool2, *pm, x.data(), y.data(), n_tokens);
       expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens,
-                          "n_out " + std::to_string(n_out) + " n_tokens " + std::to_string(n_tokens));
+                          "n_out " + std::to_string(n_out) + " n_tokens " + std::to_string(n_tokens),
+                          pm->interleaved());
     }
   }
 }
@@ -134,6 +140,23 @@ TEST(MatmulLarge, Q4_0ManyChunksAndPanels) {
     std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
     matmul(pool, *pm, x.data(), y.data(), n_tokens);
     expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens, pm->interleaved() ? "interleaved" : "rows");
+  }
+}
+
+// Q4_K's interleaved super-blocks across cache chunks, token panels and a partial last group.
+TEST(MatmulLarge, Q4_KManyChunksAndPanels) {
+  const TensorType wt = TensorType::Q4_K;
+  const int64_t n_in = 2048, n_out = 333, n_tokens = 40;
+  std::vector<uint8_t> w(row_bytes(wt, n_in) * n_out);
+  fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), 79);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 80);
+  ThreadPool pool(2);
+  for (PackLayout layout : {PackLayout::Auto, PackLayout::Rows}) {
+    auto pm = pack_matrix(wt, n_in, n_out, w.data(), layout);
+    std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
+    matmul(pool, *pm, x.data(), y.data(), n_tokens);
+    expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens, pm->interleaved() ? "interleaved" : "rows",
+                        pm->interleaved());
   }
 }
 
@@ -169,6 +192,37 @@ TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
   }
 }
 
+#if defined(__x86_64__)
+// Q4_K's super-blocks carry their scales unpacked: 2368 bytes per 16 rows of 256 columns, 2.8%
+// more than the 16 x 144 source bytes; a partial last group is stored whole.
+TEST(MatmulPack, InterleavedQ4_KCopySize) {
+  const TensorType t = TensorType::Q4_K;
+  const int64_t n_in = 512;
+  for (int64_t n_out : {int64_t{32}, int64_t{17}}) {
+    std::vector<uint8_t> w(row_bytes(t, n_in) * static_cast<size_t>(n_out));
+    fill_random_rows(t, n_in, n_out, row_bytes(t, n_in), w.data(), 5);
+    auto pm = pack_matrix(t, n_in, n_out, w.data(), PackLayout::Interleaved);
+    const size_t groups = static_cast<size_t>((n_out + 15) / 16);
+    EXPECT_EQ(pm->owned_bytes(), groups * 2 * 2368) << n_out << " rows";
+    EXPECT_EQ(pm->weight_bytes(), w.size());
+  }
+}
+
+// A model's Q4_K matrices multiply interleaved wherever a SIMD level runs (prefill is
+// compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
+TEST(MatmulPack, AutoInterleavesQ4_KAtEverySimdLevel) {
+  IsaGuard guard;
+  std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256) * 16);
+  fill_random_rows(TensorType::Q4_K, 256, 16, row_bytes(TensorType::Q4_K, 256), w.data(), 6);
+  for (IsaLevel isa : testing::arch_isa_levels()) {
+    if (!isa_supported(isa)) continue;
+    set_isa_level(isa);
+    EXPECT_EQ(pack_matrix(TensorType::Q4_K, 256, 16, w.data())->interleaved(), isa != IsaLevel::Scalar)
+        << isa_name(isa);
+  }
+}
+#endif
+
 // STRATA_ISA is read once per process, so each level runs this binary again with the variable
 // set and only the (otherwise disabled) probe below, which checks the level, the kernels it
 // resolves to and a matmul. An unknown name keeps the best level.
@@ -177,7 +231,8 @@ TEST(MatmulIsaEnv, ForcedLevelIsHonoured) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(len, 0);
   self[len] = '\0';
-  for (const char* level : {"scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm", "bogus"}) {
+  for (const char* level :
+       {"scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod", "i8mm", "bogus"}) {
     std::vector<std::string> argv = {"/usr/bin/env", std::string("STRATA_ISA=") + level};
 #ifdef STRATA_TEST_EMULATOR
     // A cross-compiled test binary runs under its emulator (tests/CMakeLists.txt).

@@ -11,12 +11,13 @@
 //    ISA level): either a zero-copy view of the caller's memory (mmapped GGUF data) or, by
 //    default, a copy of it in transparent huge pages, which decode streams ~30% faster than 4 KiB
 //    pages (each 4 KiB page is a separate stream for the hardware prefetcher).
-//  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and
-//    IQ4_NL in which 16 rows are interleaved 4 bytes at a time (packed_kernels.h), so one register
-//    holds the same 4 quants of 16 rows (AVX-512), 8 rows (AVX2 / AVX-VNNI) or 4 rows (NEON) and
-//    one activation broadcast feeds all of them. The layout is the same at every ISA level.
-// A copy has exactly the source's size; the source pages are not touched afterwards, so the
-// page cache can drop them (the memory cost is the copy, owned_bytes()).
+//  - Interleaved: an owned copy of the legacy quantized types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0),
+//    IQ4_NL and (x86) Q4_K in which 16 rows are interleaved 4 bytes at a time (packed_kernels.h),
+//    so one register holds the same 4 quants of 16 rows (AVX-512), 8 rows (AVX2 / AVX-VNNI) or 4
+//    rows (NEON) and one activation broadcast feeds all of them. The layout is the same at every
+//    ISA level.
+// A copy has the source's size (Q4_K's 2.8% more); the source pages are not touched afterwards,
+// so the page cache can drop them (the memory cost is the copy, owned_bytes()).
 #pragma once
 
 #include <cstddef>

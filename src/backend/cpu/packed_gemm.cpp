@@ -38,6 +38,31 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   return q;
 }
 
+// Q4_K (packed_kernels.h): per sub-block the Q4_1 expression with scale d * sc and min
+// -dmin * m. (Not the row kernel's: that one quantizes activations per 256 as Q8_K.)
+void packed_gemm_q4_k_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                             size_t y_stride, int n_rows) {
+  for (int c = 0; c < nc; ++c)
+    for (int r = 0; r < n_rows; ++r) {
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sup = w + static_cast<size_t>(b / 8) * 2368;
+        const int j = static_cast<int>(b % 8);
+        const uint8_t* qs = sup + 320 + 256 * j;
+        const int8_t* aq = a.qs + (static_cast<size_t>(b) * kPackCols + c) * 32;
+        const PackedActMeta& am = a.meta[static_cast<size_t>(b) * kPackCols + c];
+        int sumi = 0;
+        for (int e = 0; e < 32; ++e) sumi += packed_quant(TensorType::Q4_0, qs, r, e) * aq[e];
+        const float dw =
+            fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t))) * static_cast<float>(sup[64 + 16 * j + r]);
+        const float mw = -fp16_to_f32(load_fp16(sup + 32 + r * sizeof(fp16_t))) *
+                         static_cast<float>(sup[192 + 16 * j + r]);
+        sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
+      }
+      y[c * y_stride + r] = sum;
+    }
+}
+
 }  // namespace
 
 void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
@@ -64,6 +89,7 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  if (type == TensorType::Q4_K) return packed_gemm_q4_k_scalar(w, nb, a, nc, y, y_stride, n_rows);
   const size_t block_bytes = packed_block_bytes(type);
   const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
   const int zero_point = packed_zero_point(type);

@@ -40,6 +40,11 @@ static inline __m512i broadcast_i32(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// 16 unsigned bytes -> 16 floats (Q4_K's per-row sub-block scales or mins).
+static inline __m512 u8x16_to_ps(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
 // acc[c] += w . a[c][off..off+3] for every token c of the tile.
 template <int NC>
 static inline void dot4(__m512i (&acc)[NC], __m512i w, const int8_t* aq, int off) {
@@ -79,36 +84,53 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
   for (int c = 0; c < NC; ++c) accf[c] = _mm512_setzero_ps();
   const int8_t* aq = a.qs;
   const PackedActMeta* am = a.meta;
-  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+  for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
     if constexpr (NC == 1) {  // decode streams the weights: fetch ahead of the hardware prefetcher
 #pragma GCC unroll 9
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
-    __m512i acc[NC], acc2[NC];
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c)
-      acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
-    if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
-      block_dots<K, NC>(acc, acc2, w + (kHasMin<K> ? 64 : 32), aq);
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
-    } else {
-      block_dots<K, NC>(acc, acc, w + (kHasMin<K> ? 64 : 32), aq);
+    [[maybe_unused]] __m512 d_super, neg_dmin;  // Q4_K: the super-block's d and -dmin
+    if constexpr (K == Kind::Q4_K) {
+      d_super = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+      neg_dmin = _mm512_sub_ps(
+          _mm512_setzero_ps(),
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) {
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
-      accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
-    }
-    if constexpr (kHasMin<K>) {
-      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));
+    for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+      __m512i acc[NC], acc2[NC];
 #pragma GCC unroll 16
       for (int c = 0; c < NC; ++c)
-        accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+        acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
+      if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
+        block_dots<K, NC>(acc, acc2, qs, aq);
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
+      } else {
+        block_dots<K, NC>(acc, acc, qs, aq);
+      }
+      __m512 dw, mw;
+      if constexpr (K == Kind::Q4_K) {
+        dw = _mm512_mul_ps(d_super, u8x16_to_ps(w + kQ4kScOffset + 16 * j));
+        mw = _mm512_mul_ps(neg_dmin, u8x16_to_ps(w + kQ4kMOffset + 16 * j));
+      } else {
+        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+        if constexpr (kHasMin<K>)
+          mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));
+      }
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) {
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
+        accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+      }
+      if constexpr (kHasMin<K>) {
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c)
+          accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+      }
     }
   }
   const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1);
@@ -132,7 +154,7 @@ void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const Pac
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   const size_t i = static_cast<size_t>(nc - 1);
-  with_kind(type, [&](auto kind) { kTable<decltype(kind)::value>[i](w, nb, a, y, y_stride, n_rows); });
+  with_any_kind(type, [&](auto kind) { kTable<decltype(kind)::value>[i](w, nb, a, y, y_stride, n_rows); });
 }
 
 void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
+#include "backend/cpu/packed_scales_avx2.h"
 #include "backend/cpu/simd_avx2.h"
 #include "core/check.h"
 #include "quant/iq_tables.h"
@@ -97,42 +98,45 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
   for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+  for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
     if constexpr (NC == 1) {
 #pragma GCC unroll 9
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
-    __m256i acc[NH][NC];
+    for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+      __m256i acc[NH][NC];
 #pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) {
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c)
-        acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-      if constexpr (kSplit) {
-        __m256i acc2[NC];
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
-        block_dots<K, NC>(acc[h], acc2, w + kQsOffset<K>, h, aq);
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
-      } else {
-        block_dots<K, NC>(acc[h], acc[h], w + kQsOffset<K>, h, aq);
-      }
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * h)));
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) {
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
-      }
-      if constexpr (kHasMin<K>) {
-        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 16 * h)));
+      for (int h = 0; h < NH; ++h) {
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c)
-          accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+          acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+        if constexpr (kSplit) {
+          __m256i acc2[NC];
+#pragma GCC unroll 4
+          for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
+          block_dots<K, NC>(acc[h], acc2, qs, h, aq);
+#pragma GCC unroll 4
+          for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
+        } else {
+          block_dots<K, NC>(acc[h], acc[h], qs, h, aq);
+        }
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        const __m256 dw = scale_of<K>(w, j, h);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) {
+          const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+          accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
+        }
+        if constexpr (kHasMin<K>) {
+          const __m256 mw = min_of<K>(w, j, h);
+#pragma GCC unroll 4
+          for (int c = 0; c < NC; ++c)
+            accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+        }
       }
     }
   }
@@ -183,7 +187,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                          float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  with_kind(type, [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
+  with_any_kind(type,
+                [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
 }  // namespace strata::cpu

@@ -9,13 +9,20 @@
 //   Q5_1: d[16] | m[16] | qs | qh as Q5_0                                               384 bytes
 //   Q8_0: d[16] | qs chunk k=0..7: row r -> source qs[4k..4k+3] XOR 0x80 (q + 128)       544 bytes
 //   IQ4_NL: as Q4_0 (the nibbles index kIq4nlValues)                                    288 bytes
+//   Q4_K (x86 and scalar only), one packed block per 256-column super-block:
+//     d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0         2368 bytes
+//     the 6-bit scales and mins unpacked (row r of 32-column sub-block j at [16 j + r]), so
+//     element e of sub-block j is d * sc[j] * u - dmin * m[j]: exactly the GGUF value, as
+//     Q4_1 with a scale d * sc and a min -dmin * m that the kernels form per sub-block.
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
 // 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
 // is looked up as u = kIq4nlValues[nibble] + 128. The element value is d * (u - zero_point) with
 // zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL), or d * u + m for Q4_1/Q5_1.
-// Rows past n_out in the last group are zero (scale 0). Each packed block is exactly 16 source
-// blocks, so the copy costs no memory beyond the source.
+// Rows past n_out in the last group are zero (scale 0). Each packed block of the legacy types is
+// exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
+// (2368 bytes for 16 x 144), the price of scales that need no unpacking in the inner loop.
+// Q4_K's activations are the same Q8_1-style 32-blocks: one act block per sub-block.
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -36,11 +43,13 @@ constexpr int kPackRows = 16;  // rows per group
 constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
 
 bool packable_type(TensorType type);
-size_t packed_block_bytes(TensorType type);  // one block of 16 rows
-int packed_zero_point(TensorType type);      // 8, 16, 128 (Q8_0, IQ4_NL), or 0 for the types with a min
+// One 32-column block of 16 rows (Q4_K: an eighth of a super-block). A group of nb blocks is
+// nb * packed_block_bytes bytes.
+size_t packed_block_bytes(TensorType type);
+int packed_zero_point(TensorType type);  // 8, 16, 128 (Q8_0, IQ4_NL), or 0 for the types with a min
 
-// Writes group g of src ([n_out] rows of type, nb blocks each, src_row_stride bytes apart) into
-// dst ([nb] packed blocks), zero rows past n_out.
+// Writes group g of src ([n_out] rows of type, nb 32-column blocks each, src_row_stride bytes
+// apart) into dst ([nb] packed blocks), zero rows past n_out.
 void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
                   int64_t nb, uint8_t* dst);
 

@@ -11,10 +11,10 @@
 
 namespace strata::cpu::packed {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K };
 
 template <Kind K>
-constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1;
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1 || K == Kind::Q4_K;
 template <Kind K>
 constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
 template <Kind K>
@@ -22,9 +22,20 @@ constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
                                : K == Kind::Q4_1                    ? 320
                                : K == Kind::Q5_0                    ? 352
                                : K == Kind::Q5_1                    ? 384
-                                                                    : 544;
+                               : K == Kind::Q8_0                    ? 544
+                                                                    : 2368;  // Q4_K: a super-block
 template <Kind K>
-constexpr size_t kQsOffset = kHasMin<K> ? 64 : 32;  // after d[16] (and m[16])
+constexpr size_t kQsOffset = K == Kind::Q4_K ? 320
+                             : kHasMin<K>    ? 64
+                                             : 32;  // after the scales
+// 32-column blocks per stored block (Q4_K stores 256-column super-blocks) and the distance
+// between their quants.
+template <Kind K>
+constexpr int kSubBlocks = K == Kind::Q4_K ? 8 : 1;
+template <Kind K>
+constexpr size_t kSubBlockBytes = K == Kind::Q4_K ? 256 : 0;
+// Q4_K super-block: d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0.
+constexpr size_t kQ4kDminOffset = 32, kQ4kScOffset = 64, kQ4kMOffset = 192;
 
 // Calls f(std::integral_constant<Kind, K>{}) for type's kind K. `static`: each ISA translation
 // unit keeps its own instantiations (DEVELOPERS.md on ISA-specific files).
@@ -46,6 +57,14 @@ static inline void with_kind(TensorType type, F&& f) {
     default:
       STRATA_CHECK(false, "type ", type_name(type), " has no interleaved kernel");
   }
+}
+
+// with_kind, and Q4_K: for the x86 levels that implement its super-block walk (AVX2, AVX-VNNI,
+// AVX-512; the AMX level runs the AVX-512 kernel for it).
+template <class F>
+static inline void with_any_kind(TensorType type, F&& f) {
+  if (type == TensorType::Q4_K) return f(std::integral_constant<Kind, Kind::Q4_K>{});
+  with_kind(type, f);
 }
 
 }  // namespace strata::cpu::packed

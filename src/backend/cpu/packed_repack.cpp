@@ -91,6 +91,37 @@ void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
   }
 }
 
+// Q4_K: group g's super-blocks (packed_kernels.h). Element e of source sub-block j is nibble
+// (j odd: high) of qs[32 (j / 2) + e]; in the packed chunk layout it is byte 4 (e % 16 / 4) * 16
+// + 4 r + e % 4 of the sub-block's quants, low nibble for e < 16.
+constexpr size_t kQ4kBytes = 2368, kQ4kQs = 320;
+
+void repack_q4_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
+                       uint8_t* dst) {
+  std::memset(dst, 0, kQ4kBytes * static_cast<size_t>(n_super));
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = g * kPackRows + r;
+    if (row >= n_out) break;
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(src + static_cast<size_t>(row) * src_row_stride);
+    for (int64_t s = 0; s < n_super; ++s) {
+      const BlockQ4_K& b = blocks[s];
+      uint8_t* out = dst + static_cast<size_t>(s) * kQ4kBytes;
+      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
+      std::memcpy(out + 32 + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
+      for (int j = 0; j < 8; ++j) {
+        unpack_k4_scale_min(b.scales, j, out + 64 + 16 * j + r, out + 192 + 16 * j + r);
+        uint8_t* qs = out + kQ4kQs + 256 * static_cast<size_t>(j);
+        for (int e = 0; e < 32; ++e) {
+          const uint8_t byte = b.qs[32 * (j / 2) + e];
+          const uint8_t q = (j % 2 ? byte >> 4 : byte) & 0x0f;
+          uint8_t& to = qs[(e % 16 / 4) * kChunkBytes + 4 * r + e % 4];
+          to = static_cast<uint8_t>(to | (e < 16 ? q : q << 4));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool packable_type(TensorType type) {
@@ -102,6 +133,10 @@ bool packable_type(TensorType type) {
     case TensorType::Q5_1:
     case TensorType::Q8_0:
       return true;
+#if defined(__x86_64__)
+    case TensorType::Q4_K:  // the NEON levels have no super-block kernel
+      return true;
+#endif
     default:
       return false;
   }
@@ -109,6 +144,7 @@ bool packable_type(TensorType type) {
 
 size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
+  if (type == TensorType::Q4_K) return kQ4kBytes / 8;
   return kPackRows * type_traits(type).block_bytes;
 }
 
@@ -128,6 +164,11 @@ int packed_zero_point(TensorType type) {
 
 void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
                   int64_t nb, uint8_t* dst) {
+  if (type == TensorType::Q4_K) {
+    STRATA_CHECK(nb % 8 == 0);
+    repack_q4_k_group(src, src_row_stride, n_out, g, nb / 8, dst);
+    return;
+  }
   const size_t out_bytes = packed_block_bytes(type);
   const size_t in_bytes = type_traits(type).block_bytes;
   std::memset(dst, 0, out_bytes * static_cast<size_t>(nb));  // padding rows and qh masks start at 0

@@ -1,0 +1,160 @@
+// The interleaved Q4_K layout (packed_kernels.h): its repacking and the kernels of every level,
+// against the exact dot products of the GGUF rows (dequantize_row) with the packed activations.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_kernels.h"
+#include "quant/blocks.h"
+#include "test_kernels_util.h"
+
+#if defined(__x86_64__)
+namespace strata::cpu {
+namespace {
+
+using testing::dot_tolerance;
+using testing::fill_random_rows;
+using testing::random_floats;
+using testing::ref_dot_q4_k_packed;
+
+constexpr TensorType kQ4K = TensorType::Q4_K;
+
+// Q4_K rows [n_out, n_super * 256] with their interleaved copy, and kPackCols tokens as Q8_1
+// rows (the reference) and as one packed activation tile.
+struct Problem {
+  int64_t n_in, n_out, n_groups;
+  std::vector<uint8_t> rows, packed, act_rows;
+  std::vector<int8_t> act_qs;
+  std::vector<PackedActMeta> act_meta;
+
+  Problem(int64_t n_super, int64_t n_out_, uint32_t seed)
+      : n_in(n_super * 256), n_out(n_out_), n_groups((n_out_ + kPackRows - 1) / kPackRows) {
+    const size_t rb = row_bytes(kQ4K, n_in);
+    rows.resize(rb * static_cast<size_t>(n_out));
+    fill_random_rows(kQ4K, n_in, n_out, rb, rows.data(), seed);
+    packed.resize(group_bytes() * static_cast<size_t>(n_groups));
+    for (int64_t g = 0; g < n_groups; ++g)
+      repack_group(kQ4K, rows.data(), rb, n_out, g, nb(), packed.data() + g * group_bytes());
+    std::vector<float> x = random_floats(static_cast<size_t>(kPackCols * n_in), seed + 1, 2.0f);
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.0f;               // a zero block (d = 0)
+    const TypeKernels& q8_1 = type_kernels(TensorType::Q4_1, IsaLevel::Scalar);  // makes Q8_1 rows
+    act_rows.resize(row_bytes(TensorType::Q8_1, n_in) * kPackCols);
+    act_qs.resize(static_cast<size_t>(nb()) * kPackCols * 32);
+    act_meta.resize(static_cast<size_t>(nb()) * kPackCols);
+    for (int c = 0; c < kPackCols; ++c) {
+      q8_1.from_float(x.data() + c * n_in, act_rows.data() + c * row_bytes(TensorType::Q8_1, n_in), n_in);
+      quantize_packed_act_scalar(x.data() + c * n_in, nb(), packed_zero_point(kQ4K), act_qs.data() + c * 32,
+                                 kPackCols * 32, act_meta.data() + c, kPackCols);
+    }
+  }
+  int64_t nb() const { return n_in / 32; }
+  size_t group_bytes() const { return static_cast<size_t>(nb()) * packed_block_bytes(kQ4K); }
+  const uint8_t* group(int64_t g) const { return packed.data() + g * group_bytes(); }
+  PackedActTile tile() const { return {act_qs.data(), act_meta.data()}; }
+  testing::RefDot exact(int64_t o, int c) const {
+    return ref_dot_q4_k_packed(rows.data() + o * row_bytes(kQ4K, n_in),
+                               act_rows.data() + c * row_bytes(TensorType::Q8_1, n_in), n_in);
+  }
+};
+
+TEST(PackedQ4K, LayoutIsOneSuperBlockPer16RowsOf256Columns) {
+  EXPECT_TRUE(packable_type(kQ4K));
+  EXPECT_EQ(packed_block_bytes(kQ4K) * 8, 2368u);
+  EXPECT_EQ(packed_zero_point(kQ4K), 0);
+}
+
+// The scalar kernel against the exact values, in every group (the last one partial: its padding
+// rows are zero and must not disturb the real ones).
+TEST(PackedQ4K, ScalarKernelMatchesDequantizedRows) {
+  for (int64_t n_super : {1, 3}) {
+    const Problem p(n_super, 2 * kPackRows + 7, 40 + static_cast<uint32_t>(n_super));
+    for (int64_t g = 0; g < p.n_groups; ++g) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, p.n_out - g * kPackRows));
+      std::vector<float> y(kPackCols * kPackRows, -777.0f);
+      packed_gemm_scalar(kQ4K, p.group(g), p.nb(), p.tile(), kPackCols, y.data(), kPackRows, n_rows);
+      for (int c = 0; c < kPackCols; ++c)
+        for (int r = 0; r < n_rows; ++r) {
+          const auto exact = p.exact(g * kPackRows + r, c);
+          ASSERT_NEAR(y[c * kPackRows + r], exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum))
+              << n_super << " super-blocks, group " << g << " row " << r << " token " << c;
+        }
+    }
+  }
+}
+
+class PackedQ4KLevel : public ::testing::TestWithParam<IsaLevel> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+  }
+  const PackedKernelSet& kernels() const { return packed_kernels(GetParam()); }
+};
+
+// Every token count 1..12 and row count 1..16, unaligned weights, activations and outputs;
+// outputs past the call's rows and tokens untouched.
+TEST_P(PackedQ4KLevel, KernelMatchesExactForAllShapes) {
+  for (int64_t n_super : {1, 9}) {
+    const Problem p(n_super, kPackRows, 50 + static_cast<uint32_t>(n_super));
+    const size_t wbytes = p.group_bytes();
+    std::vector<uint8_t> wbuf(wbytes + 1);
+    std::memcpy(wbuf.data() + 1, p.group(0), wbytes);
+    std::vector<int8_t> qbuf(p.act_qs.size() + 3);
+    std::memcpy(qbuf.data() + 3, p.act_qs.data(), p.act_qs.size());
+    const PackedActTile tile{qbuf.data() + 3, p.act_meta.data()};
+    for (int nc = 1; nc <= kPackCols; ++nc)
+      for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
+        const size_t ys = kPackRows + 3;
+        std::vector<float> y(ys * kPackCols + 1, -777.0f);
+        kernels().gemm(kQ4K, wbuf.data() + 1, p.nb(), tile, nc, y.data() + 1, ys, n_rows);
+        for (int c = 0; c < kPackCols; ++c)
+          for (int r = 0; r < static_cast<int>(ys); ++r) {
+            const float got = y[1 + c * ys + r];
+            if (c >= nc || r >= n_rows) {
+              ASSERT_EQ(got, -777.0f) << nc << " tokens, " << n_rows << " rows";
+              continue;
+            }
+            const auto exact = p.exact(r, c);
+            ASSERT_NEAR(got, exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum))
+                << n_super << " super-blocks, " << nc << " tokens, " << n_rows << " rows: " << r << "," << c;
+          }
+      }
+  }
+}
+
+// Batch invariance (kernels.h): a token's outputs have the same bits whatever the tile's token
+// count, its slot and the call's row count.
+TEST_P(PackedQ4KLevel, ResultBitsDoNotDependOnTileShapeOrSlot) {
+  const Problem p(2, kPackRows, 61);
+  std::vector<int8_t> qs(p.act_qs.size());
+  std::vector<PackedActMeta> meta(p.act_meta.size());
+  for (int64_t b = 0; b < p.nb(); ++b)
+    for (int c = 0; c < kPackCols; ++c) {
+      std::memcpy(qs.data() + (b * kPackCols + c) * 32, p.act_qs.data() + b * kPackCols * 32, 32);
+      meta[static_cast<size_t>(b * kPackCols + c)] = p.act_meta[static_cast<size_t>(b * kPackCols)];
+    }
+  const PackedActTile same{qs.data(), meta.data()};
+  std::vector<float> one(kPackRows);
+  kernels().gemm(kQ4K, p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
+  for (int nc = 1; nc <= kPackCols; ++nc) {
+    std::vector<float> y(kPackCols * kPackRows);
+    kernels().gemm(kQ4K, p.group(0), p.nb(), same, nc, y.data(), kPackRows, kPackRows);
+    for (int c = 0; c < nc; ++c)
+      ASSERT_EQ(std::memcmp(y.data() + c * kPackRows, one.data(), sizeof(float) * kPackRows), 0)
+          << nc << " tokens, slot " << c;
+    std::vector<float> part(kPackCols * kPackRows, 0.0f);
+    kernels().gemm(kQ4K, p.group(0), p.nb(), same, nc, part.data(), kPackRows, 7);
+    ASSERT_EQ(std::memcmp(part.data(), one.data(), sizeof(float) * 7), 0) << nc << " tokens, 7 rows";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, PackedQ4KLevel, ::testing::ValuesIn(testing::arch_isa_levels()),
+                         [](const ::testing::TestParamInfo<IsaLevel>& info) {
+                           return std::string(isa_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace strata::cpu
+#endif
