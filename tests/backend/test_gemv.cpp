@@ -102,8 +102,9 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
               dot_tolerance(q4_k_packed ? 2 * n_in / 32 : accumulation_terms(wt, n_in), exact.abs_sum);
           const std::string where = "n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out) +
                                     " offset " + std::to_string(offset) + " row " + std::to_string(o);
-          if (!q4_k_packed)
+          if (!q4_k_packed) {
             ASSERT_NEAR(y[static_cast<size_t>(o)], ref.vec_dot(n_in, row, act.data()), tol) << where;
+          }
           ASSERT_NEAR(y[static_cast<size_t>(o)], exact.value, tol) << where;
           ASSERT_EQ(y[static_cast<size_t>(o)], y3[static_cast<size_t>(o)])
               << where << ": GEMV differs from GEMM";
