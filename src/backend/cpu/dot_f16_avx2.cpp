@@ -23,10 +23,11 @@ struct Ops {
 };
 
 using Tile = FloatTileAvx2<Ops>;
-constexpr int kTileRows = 4, kTileCols = 2;
-constexpr TypeKernels kKernels{TensorType::F16,    quantize_row_f16_avx2,
-                               tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,
-                               kTileRows,          kTileCols};
+constexpr int kDecodeRows = 8, kTileRows = 4, kTileCols = 2;
+constexpr TypeKernels kKernels{
+    TensorType::F16,    quantize_row_f16_avx2,
+    tile_vec_dot<Tile>, dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
+    kDecodeRows,        kTileCols};
 
 }  // namespace
 
