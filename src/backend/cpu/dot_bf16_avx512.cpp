@@ -21,10 +21,12 @@ struct Ops {
 };
 
 using Tile = FloatTileAvx512<Ops>;
-constexpr int kTileRows = 4, kTileCols = 4;
-constexpr TypeKernels kKernels{TensorType::BF16,   quantize_row_bf16_avx512,
-                               tile_vec_dot<Tile>, dispatch_tile<Tile, kTileRows, kTileCols>,
-                               kTileRows,          kTileCols};
+// Prefill tiles of 4 x 4; decode streams 8 rows at once (tile_dispatch.h).
+constexpr int kDecodeRows = 8, kTileRows = 4, kTileCols = 4;
+constexpr TypeKernels kKernels{
+    TensorType::BF16,   quantize_row_bf16_avx512,
+    tile_vec_dot<Tile>, dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
+    kDecodeRows,        kTileCols};
 
 }  // namespace
 
