@@ -127,29 +127,13 @@ TEST_P(Matmul, MatchesDoubleReferenceForAwkwardShapes) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, Matmul, ::testing::ValuesIn(matmul_cases()), case_name);
 
-// A problem big enough for several cache chunks and token panels per thread.
-TEST(MatmulLarge, Q4_0ManyChunksAndPanels) {
-  const TensorType wt = TensorType::Q4_0;
+// A problem big enough for several cache chunks and token panels per thread, with a partial
+// last group, in the automatic layout and in rows.
+void check_large_matmul(TensorType wt, uint32_t seed) {
   const int64_t n_in = 2048, n_out = 333, n_tokens = 40;
   std::vector<uint8_t> w(row_bytes(wt, n_in) * n_out);
-  fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), 77);
-  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 78);
-  ThreadPool pool(2);
-  for (PackLayout layout : {PackLayout::Auto, PackLayout::Rows}) {
-    auto pm = pack_matrix(wt, n_in, n_out, w.data(), layout);
-    std::vector<float> y(static_cast<size_t>(n_out * n_tokens));
-    matmul(pool, *pm, x.data(), y.data(), n_tokens);
-    expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens, pm->interleaved() ? "interleaved" : "rows");
-  }
-}
-
-// Q4_K's interleaved super-blocks across cache chunks, token panels and a partial last group.
-TEST(MatmulLarge, Q4_KManyChunksAndPanels) {
-  const TensorType wt = TensorType::Q4_K;
-  const int64_t n_in = 2048, n_out = 333, n_tokens = 40;
-  std::vector<uint8_t> w(row_bytes(wt, n_in) * n_out);
-  fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), 79);
-  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), 80);
+  fill_random_rows(wt, n_in, n_out, row_bytes(wt, n_in), w.data(), seed);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tokens), seed + 1);
   ThreadPool pool(2);
   for (PackLayout layout : {PackLayout::Auto, PackLayout::Rows}) {
     auto pm = pack_matrix(wt, n_in, n_out, w.data(), layout);
@@ -158,6 +142,15 @@ TEST(MatmulLarge, Q4_KManyChunksAndPanels) {
     expect_matmul_close(wt, w, x, y, n_in, n_out, n_tokens, pm->interleaved() ? "interleaved" : "rows",
                         pm->interleaved());
   }
+}
+
+TEST(MatmulLarge, Q4_0ManyChunksAndPanels) {
+  check_large_matmul(TensorType::Q4_0, 77);
+}
+
+// Q4_K's interleaved super-blocks.
+TEST(MatmulLarge, Q4_KManyChunksAndPanels) {
+  check_large_matmul(TensorType::Q4_K, 79);
 }
 
 TEST(MatmulInput, RejectsBadShapesCleanly) {

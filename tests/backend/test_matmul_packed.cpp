@@ -11,12 +11,14 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/w8a8_kernels.h"
+#include "packed_test_util.h"
 #include "quant/blocks.h"
 #include "test_kernels_util.h"
 
 namespace strata::cpu {
 namespace {
 
+using testing::check_packed_call_shapes;
 using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
@@ -158,30 +160,15 @@ TEST_P(PackedLevel, KernelMatchesScalarForAllShapes) {
     const TensorType at = type_kernels(p.type, IsaLevel::Scalar).vec_dot_type;
     std::vector<float> ref(kPackCols * kPackRows);
     packed_gemm_scalar(p.type, p.group(0), p.nb(), p.tile(), kPackCols, ref.data(), kPackRows, kPackRows);
-    // Copies one byte past alignment.
-    const size_t wbytes = static_cast<size_t>(p.nb()) * packed_block_bytes(p.type);
-    std::vector<uint8_t> wbuf(wbytes + 1);
-    std::memcpy(wbuf.data() + 1, p.group(0), wbytes);
-    std::vector<int8_t> qbuf(p.act_qs.size() + 3);
-    std::memcpy(qbuf.data() + 3, p.act_qs.data(), p.act_qs.size());
-    const PackedActTile tile{qbuf.data() + 3, p.act_meta.data()};
-    for (int nc = 1; nc <= kPackCols; ++nc)
-      for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
-        const size_t ys = kPackRows + 3;
-        std::vector<float> y(ys * kPackCols + 1, -777.0f);
-        kernels().gemm(p.type, wbuf.data() + 1, p.nb(), tile, nc, y.data() + 1, ys, n_rows);
-        for (int c = 0; c < kPackCols; ++c)
-          for (int r = 0; r < static_cast<int>(ys); ++r) {
-            const float got = y[1 + c * ys + r];
-            if (c >= nc || r >= n_rows) {
-              ASSERT_EQ(got, -777.0f) << nc << " tokens, " << n_rows << " rows";
-              continue;
-            }
-            const auto exact = ref_dot_rows(p.type, p.row(r), at, p.act_row(c), p.n_in);
-            ASSERT_NEAR(got, ref[c * kPackRows + r], dot_tolerance(2 * p.nb(), exact.abs_sum))
-                << nb << " blocks, " << nc << " tokens, " << n_rows << " rows: element " << r << "," << c;
-          }
-      }
+    check_packed_call_shapes(
+        kernels().gemm, p.type, p.group(0), static_cast<size_t>(p.nb()) * packed_block_bytes(p.type), p.nb(),
+        p.act_qs, p.act_meta.data(),
+        [&](int r, int c) {
+          const auto exact = ref_dot_rows(p.type, p.row(r), at, p.act_row(c), p.n_in);
+          return std::pair{static_cast<double>(ref[c * kPackRows + r]),
+                           dot_tolerance(2 * p.nb(), exact.abs_sum)};
+        },
+        std::to_string(nb) + " blocks");
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_kernels.h"
+#include "packed_test_util.h"
 #include "quant/blocks.h"
 #include "test_kernels_util.h"
 
@@ -15,6 +16,7 @@
 namespace strata::cpu {
 namespace {
 
+using testing::check_packed_call_shapes;
 using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
@@ -98,29 +100,13 @@ class PackedQ4KLevel : public ::testing::TestWithParam<IsaLevel> {
 TEST_P(PackedQ4KLevel, KernelMatchesExactForAllShapes) {
   for (int64_t n_super : {1, 9}) {
     const Problem p(n_super, kPackRows, 50 + static_cast<uint32_t>(n_super));
-    const size_t wbytes = p.group_bytes();
-    std::vector<uint8_t> wbuf(wbytes + 1);
-    std::memcpy(wbuf.data() + 1, p.group(0), wbytes);
-    std::vector<int8_t> qbuf(p.act_qs.size() + 3);
-    std::memcpy(qbuf.data() + 3, p.act_qs.data(), p.act_qs.size());
-    const PackedActTile tile{qbuf.data() + 3, p.act_meta.data()};
-    for (int nc = 1; nc <= kPackCols; ++nc)
-      for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
-        const size_t ys = kPackRows + 3;
-        std::vector<float> y(ys * kPackCols + 1, -777.0f);
-        kernels().gemm(kQ4K, wbuf.data() + 1, p.nb(), tile, nc, y.data() + 1, ys, n_rows);
-        for (int c = 0; c < kPackCols; ++c)
-          for (int r = 0; r < static_cast<int>(ys); ++r) {
-            const float got = y[1 + c * ys + r];
-            if (c >= nc || r >= n_rows) {
-              ASSERT_EQ(got, -777.0f) << nc << " tokens, " << n_rows << " rows";
-              continue;
-            }
-            const auto exact = p.exact(r, c);
-            ASSERT_NEAR(got, exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum))
-                << n_super << " super-blocks, " << nc << " tokens, " << n_rows << " rows: " << r << "," << c;
-          }
-      }
+    check_packed_call_shapes(
+        kernels().gemm, kQ4K, p.group(0), p.group_bytes(), p.nb(), p.act_qs, p.act_meta.data(),
+        [&](int r, int c) {
+          const auto exact = p.exact(r, c);
+          return std::pair{exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum)};
+        },
+        std::to_string(n_super) + " super-blocks");
   }
 }
 

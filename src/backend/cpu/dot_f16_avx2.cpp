@@ -23,6 +23,7 @@ struct Ops {
 };
 
 using Tile = FloatTileAvx2<Ops>;
+// Prefill tiles of 4 x 2; decode streams 8 rows at once (tile_dispatch.h).
 constexpr int kDecodeRows = 8, kTileRows = 4, kTileCols = 2;
 constexpr TypeKernels kKernels{
     TensorType::F16,    quantize_row_f16_avx2,

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/packed_kind.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
@@ -42,21 +43,23 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
 // -dmin * m. (Not the row kernel's: that one quantizes activations per 256 as Q8_K.)
 void packed_gemm_q4_k_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                              size_t y_stride, int n_rows) {
+  using namespace packed;
+  constexpr Kind K = Kind::Q4_K;
   for (int c = 0; c < nc; ++c)
     for (int r = 0; r < n_rows; ++r) {
       float sum = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sup = w + static_cast<size_t>(b / 8) * 2368;
-        const int j = static_cast<int>(b % 8);
-        const uint8_t* qs = sup + 320 + 256 * j;
+        const uint8_t* sup = w + static_cast<size_t>(b / kSubBlocks<K>) * kBlockBytes<K>;
+        const int j = static_cast<int>(b % kSubBlocks<K>);
+        const uint8_t* qs = sup + kQsOffset<K> + kSubBlockBytes<K> * j;
         const int8_t* aq = a.qs + (static_cast<size_t>(b) * kPackCols + c) * 32;
         const PackedActMeta& am = a.meta[static_cast<size_t>(b) * kPackCols + c];
         int sumi = 0;
         for (int e = 0; e < 32; ++e) sumi += packed_quant(TensorType::Q4_0, qs, r, e) * aq[e];
-        const float dw =
-            fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t))) * static_cast<float>(sup[64 + 16 * j + r]);
-        const float mw = -fp16_to_f32(load_fp16(sup + 32 + r * sizeof(fp16_t))) *
-                         static_cast<float>(sup[192 + 16 * j + r]);
+        const float dw = fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t))) *
+                         static_cast<float>(sup[kQ4kScOffset + 16 * j + r]);
+        const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
+                         static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
         sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
       }
       y[c * y_stride + r] = sum;

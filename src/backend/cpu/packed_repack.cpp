@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/packed_kernels.h"
+#include "backend/cpu/packed_kind.h"
 #include "core/check.h"
 #include "quant/blocks.h"
 
@@ -94,7 +95,9 @@ void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
 // Q4_K: group g's super-blocks (packed_kernels.h). Element e of source sub-block j is nibble
 // (j odd: high) of qs[32 (j / 2) + e]; in the packed chunk layout it is byte 4 (e % 16 / 4) * 16
 // + 4 r + e % 4 of the sub-block's quants, low nibble for e < 16.
-constexpr size_t kQ4kBytes = 2368, kQ4kQs = 320;
+constexpr size_t kQ4kBytes = packed::kBlockBytes<packed::Kind::Q4_K>;
+constexpr size_t kQ4kQs = packed::kQsOffset<packed::Kind::Q4_K>;
+constexpr size_t kQ4kSubBytes = packed::kSubBlockBytes<packed::Kind::Q4_K>;
 
 void repack_q4_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
                        uint8_t* dst) {
@@ -107,10 +110,11 @@ void repack_q4_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out,
       const BlockQ4_K& b = blocks[s];
       uint8_t* out = dst + static_cast<size_t>(s) * kQ4kBytes;
       std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
-      std::memcpy(out + 32 + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
+      std::memcpy(out + packed::kQ4kDminOffset + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
       for (int j = 0; j < 8; ++j) {
-        unpack_k4_scale_min(b.scales, j, out + 64 + 16 * j + r, out + 192 + 16 * j + r);
-        uint8_t* qs = out + kQ4kQs + 256 * static_cast<size_t>(j);
+        unpack_k4_scale_min(b.scales, j, out + packed::kQ4kScOffset + 16 * j + r,
+                            out + packed::kQ4kMOffset + 16 * j + r);
+        uint8_t* qs = out + kQ4kQs + kQ4kSubBytes * static_cast<size_t>(j);
         for (int e = 0; e < 32; ++e) {
           const uint8_t byte = b.qs[32 * (j / 2) + e];
           const uint8_t q = (j % 2 ? byte >> 4 : byte) & 0x0f;
