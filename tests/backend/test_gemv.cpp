@@ -23,8 +23,11 @@ namespace {
 using testing::accumulation_terms;
 using testing::dot_tolerance;
 using testing::fill_random_rows;
+using testing::packed_act_type;
+using testing::packs_super_blocks;
+using testing::quantize_packed_act_row;
 using testing::random_floats;
-using testing::ref_dot_q4_k_packed;
+using testing::ref_dot_packed;
 using testing::ref_dot_rows;
 
 class IsaGuard {
@@ -74,9 +77,10 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
         random_floats(static_cast<size_t>(3 * n_in), 41 + static_cast<uint32_t>(n_in));
     std::vector<uint8_t> act(row_bytes(ref.vec_dot_type, n_in));
     ref.from_float(x.data(), act.data(), n_in);
-    // Interleaved Q4_K quantizes the activations as Q8_1 blocks (packed_kernels.h).
-    std::vector<uint8_t> act_q8_1(row_bytes(TensorType::Q8_1, n_in));
-    type_kernels(TensorType::Q4_1, IsaLevel::Scalar).from_float(x.data(), act_q8_1.data(), n_in);
+    // Interleaved super-blocks quantize the activations per 32 (packed_kernels.h).
+    const TensorType packed_act = packed_act_type(wt);
+    std::vector<uint8_t> act_packed(row_bytes(packed_act, n_in));
+    quantize_packed_act_row(wt, x.data(), act_packed.data(), n_in);
     for (int64_t n_out : {1, 3, 7, 9, 31, 33, 257}) {
       for (int offset : {0, 3}) {
         // The row view reads the weights in place, at an odd address for offset != 0; Auto is the
@@ -95,14 +99,14 @@ TEST_P(Gemv, MatchesScalarReferenceForAwkwardShapes) {
         matmul(pool, *pm, x.data(), y3.data(), 3);
         for (int64_t o = 0; o < n_out; ++o) {
           const uint8_t* row = w + o * wrow;
-          const bool q4_k_packed = wt == TensorType::Q4_K && pm->interleaved();
-          const auto exact = q4_k_packed ? ref_dot_q4_k_packed(row, act_q8_1.data(), n_in)
-                                         : ref_dot_rows(wt, row, ref.vec_dot_type, act.data(), n_in);
+          const bool super_packed = packs_super_blocks(wt) && pm->interleaved();
+          const auto exact = super_packed ? ref_dot_packed(wt, row, act_packed.data(), n_in)
+                                          : ref_dot_rows(wt, row, ref.vec_dot_type, act.data(), n_in);
           const double tol =
-              dot_tolerance(q4_k_packed ? 2 * n_in / 32 : accumulation_terms(wt, n_in), exact.abs_sum);
+              dot_tolerance(super_packed ? 2 * n_in / 32 : accumulation_terms(wt, n_in), exact.abs_sum);
           const std::string where = "n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out) +
                                     " offset " + std::to_string(offset) + " row " + std::to_string(o);
-          if (!q4_k_packed) {
+          if (!super_packed) {
             ASSERT_NEAR(y[static_cast<size_t>(o)], ref.vec_dot(n_in, row, act.data()), tol) << where;
           }
           ASSERT_NEAR(y[static_cast<size_t>(o)], exact.value, tol) << where;

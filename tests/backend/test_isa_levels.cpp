@@ -75,13 +75,14 @@ TEST(IsaLevels, SetLevelClamps) {
 }
 
 // What `strata bench` and bench_matmul report as the kernel set that ran: at every level, Auto
-// interleaves Q4_0 (and, on x86, Q4_K) exactly where a SIMD set exists and the reported level is
+// interleaves Q4_0 (and, on x86, Q4_K and IQ4_XS) exactly where a SIMD set exists and the reported level is
 // the one whose kernels matmul() dispatches to; Q6_K (no interleaved layout) runs its row kernels.
 TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
   const IsaLevel saved = isa_level();
   std::vector<TensorType> interleaved_types{TensorType::Q4_0};
 #if defined(__x86_64__)
   interleaved_types.push_back(TensorType::Q4_K);
+  interleaved_types.push_back(TensorType::IQ4_XS);
 #endif
   std::vector<uint8_t> q6_k(row_bytes(TensorType::Q6_K, 256) * 16);
   for (IsaLevel isa : supported_isa_levels()) {

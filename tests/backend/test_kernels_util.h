@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/tensor_type.h"
@@ -200,6 +201,27 @@ inline RefDot ref_dot_q4_k_packed(const uint8_t* w, const uint8_t* a, int64_t n)
     r.abs_sum += std::fabs(min * s);
   }
   return r;
+}
+
+// The interleaved super-block layouts (packed_kernels.h) quantize activations per 32, not per
+// 256 as their rows' Q8_K: as Q8_1 for Q4_K, Q8_0 for IQ4_XS. packed_act_type names that format;
+// ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
+// activation row a of that format.
+inline bool packs_super_blocks(TensorType wt) {
+  return wt == TensorType::Q4_K || wt == TensorType::IQ4_XS;
+}
+inline TensorType packed_act_type(TensorType wt) {
+  return wt == TensorType::Q4_K ? TensorType::Q8_1 : TensorType::Q8_0;
+}
+// Quantizes x ([n]) into dst as packed_act_type(wt), exactly as the packed quantizer does (the
+// scalar kernels of Q4_1 and Q4_0 make Q8_1 and Q8_0 rows).
+inline void quantize_packed_act_row(TensorType wt, const float* x, uint8_t* dst, int64_t n) {
+  const TensorType maker = wt == TensorType::Q4_K ? TensorType::Q4_1 : TensorType::Q4_0;
+  type_kernels(maker, IsaLevel::Scalar).from_float(x, dst, n);
+}
+inline RefDot ref_dot_packed(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
+  if (wt == TensorType::Q4_K) return ref_dot_q4_k_packed(w, a, n);
+  return ref_dot_rows(wt, w, packed_act_type(wt), a, n);
 }
 
 // Error allowed between a float-accumulated dot product and the exact one: each of `terms`

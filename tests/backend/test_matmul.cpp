@@ -23,7 +23,6 @@ namespace {
 using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
-using testing::ref_dot_q4_k_packed;
 using testing::ref_dot_rows;
 
 // Restores the ISA level a test changed.
@@ -44,20 +43,23 @@ int64_t terms(TensorType t, int64_t n) {
 }
 
 // Checks y ([n_tokens, n_out]) = w ([n_out, n_in] rows of wt) x ([n_tokens, n_in]).
-// Interleaved Q4_K quantizes activations as Q8_1 blocks (packed_kernels.h), its rows as Q8_K.
+// The interleaved super-blocks quantize activations per 32 (packed_act_type), their rows as Q8_K.
 void expect_matmul_close(TensorType wt, const std::vector<uint8_t>& w, const std::vector<float>& x,
                          const std::vector<float>& y, int64_t n_in, int64_t n_out, int64_t n_tokens,
                          const std::string& what, bool interleaved = false) {
-  const bool q4_k_packed = wt == TensorType::Q4_K && interleaved;
-  const TypeKernels& ref = type_kernels(q4_k_packed ? TensorType::Q4_1 : wt, IsaLevel::Scalar);
+  const bool super_packed = testing::packs_super_blocks(wt) && interleaved;
+  const TypeKernels& ref = type_kernels(wt, IsaLevel::Scalar);
+  const TensorType act_type = super_packed ? testing::packed_act_type(wt) : ref.vec_dot_type;
   const size_t wrow = row_bytes(wt, n_in);
-  std::vector<uint8_t> act(row_bytes(ref.vec_dot_type, n_in));
+  std::vector<uint8_t> act(row_bytes(act_type, n_in));
   for (int64_t t = 0; t < n_tokens; ++t) {
-    ref.from_float(x.data() + t * n_in, act.data(), n_in);
+    if (super_packed)
+      testing::quantize_packed_act_row(wt, x.data() + t * n_in, act.data(), n_in);
+    else
+      ref.from_float(x.data() + t * n_in, act.data(), n_in);
     for (int64_t o = 0; o < n_out; ++o) {
-      const auto exact = q4_k_packed
-                             ? ref_dot_q4_k_packed(w.data() + o * wrow, act.data(), n_in)
-                             : ref_dot_rows(wt, w.data() + o * wrow, ref.vec_dot_type, act.data(), n_in);
+      const auto exact = super_packed ? testing::ref_dot_packed(wt, w.data() + o * wrow, act.data(), n_in)
+                                      : ref_dot_rows(wt, w.data() + o * wrow, act_type, act.data(), n_in);
       ASSERT_NEAR(y[static_cast<size_t>(t * n_out + o)], exact.value,
                   dot_tolerance(terms(wt, n_in), exact.abs_sum))
           << what << " token " << t << " row " << o;
@@ -148,9 +150,13 @@ TEST(MatmulLarge, Q4_0ManyChunksAndPanels) {
   check_large_matmul(TensorType::Q4_0, 77);
 }
 
-// Q4_K's interleaved super-blocks.
+// The interleaved super-blocks of Q4_K and IQ4_XS.
 TEST(MatmulLarge, Q4_KManyChunksAndPanels) {
   check_large_matmul(TensorType::Q4_K, 79);
+}
+
+TEST(MatmulLarge, IQ4_XSManyChunksAndPanels) {
+  check_large_matmul(TensorType::IQ4_XS, 81);
 }
 
 TEST(MatmulInput, RejectsBadShapesCleanly) {
@@ -186,32 +192,36 @@ TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
 }
 
 #if defined(__x86_64__)
-// Q4_K's super-blocks carry their scales unpacked: 2368 bytes per 16 rows of 256 columns, 2.8%
-// more than the 16 x 144 source bytes; a partial last group is stored whole.
-TEST(MatmulPack, InterleavedQ4_KCopySize) {
-  const TensorType t = TensorType::Q4_K;
+// The super-blocks carry their scales unpacked: per 16 rows of 256 columns, Q4_K 2368 bytes
+// (2.8% more than the 16 x 144 source bytes), IQ4_XS 2208 (1.5% more than 16 x 136); a partial
+// last group is stored whole.
+TEST(MatmulPack, InterleavedSuperBlockCopySize) {
   const int64_t n_in = 512;
-  for (int64_t n_out : {int64_t{32}, int64_t{17}}) {
-    std::vector<uint8_t> w(row_bytes(t, n_in) * static_cast<size_t>(n_out));
-    fill_random_rows(t, n_in, n_out, row_bytes(t, n_in), w.data(), 5);
-    auto pm = pack_matrix(t, n_in, n_out, w.data(), PackLayout::Interleaved);
-    const size_t groups = static_cast<size_t>((n_out + 15) / 16);
-    EXPECT_EQ(pm->owned_bytes(), groups * 2 * 2368) << n_out << " rows";
-    EXPECT_EQ(pm->weight_bytes(), w.size());
-  }
+  for (const auto& [t, packed_bytes] :
+       {std::pair{TensorType::Q4_K, size_t{2368}}, std::pair{TensorType::IQ4_XS, size_t{2208}}})
+    for (int64_t n_out : {int64_t{32}, int64_t{17}}) {
+      std::vector<uint8_t> w(row_bytes(t, n_in) * static_cast<size_t>(n_out));
+      fill_random_rows(t, n_in, n_out, row_bytes(t, n_in), w.data(), 5);
+      auto pm = pack_matrix(t, n_in, n_out, w.data(), PackLayout::Interleaved);
+      const size_t groups = static_cast<size_t>((n_out + 15) / 16);
+      EXPECT_EQ(pm->owned_bytes(), groups * 2 * packed_bytes) << type_name(t) << ", " << n_out << " rows";
+      EXPECT_EQ(pm->weight_bytes(), w.size());
+    }
 }
 
-// A model's Q4_K matrices multiply interleaved wherever a SIMD level runs (prefill is
-// compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
-TEST(MatmulPack, AutoInterleavesQ4_KAtEverySimdLevel) {
+// A model's Q4_K and IQ4_XS matrices multiply interleaved wherever a SIMD level runs (prefill
+// is compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
+TEST(MatmulPack, AutoInterleavesSuperBlocksAtEverySimdLevel) {
   IsaGuard guard;
-  std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256) * 16);
-  fill_random_rows(TensorType::Q4_K, 256, 16, row_bytes(TensorType::Q4_K, 256), w.data(), 6);
-  for (IsaLevel isa : testing::arch_isa_levels()) {
-    if (!isa_supported(isa)) continue;
-    set_isa_level(isa);
-    EXPECT_EQ(pack_matrix(TensorType::Q4_K, 256, 16, w.data())->interleaved(), isa != IsaLevel::Scalar)
-        << isa_name(isa);
+  for (TensorType t : {TensorType::Q4_K, TensorType::IQ4_XS}) {
+    std::vector<uint8_t> w(row_bytes(t, 256) * 16);
+    fill_random_rows(t, 256, 16, row_bytes(t, 256), w.data(), 6);
+    for (IsaLevel isa : testing::arch_isa_levels()) {
+      if (!isa_supported(isa)) continue;
+      set_isa_level(isa);
+      EXPECT_EQ(pack_matrix(t, 256, 16, w.data())->interleaved(), isa != IsaLevel::Scalar)
+          << type_name(t) << " " << isa_name(isa);
+    }
   }
 }
 #endif

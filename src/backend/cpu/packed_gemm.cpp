@@ -39,12 +39,13 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   return q;
 }
 
-// Q4_K (packed_kernels.h): per sub-block the Q4_1 expression with scale d * sc and min
-// -dmin * m. (Not the row kernel's: that one quantizes activations per 256 as Q8_K.)
-void packed_gemm_q4_k_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
-                             size_t y_stride, int n_rows) {
+// The super-block kinds (packed_kernels.h). Q4_K: per sub-block the Q4_1 expression with scale
+// d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc. (Not the row
+// kernels': those quantize activations per 256 as Q8_K.)
+template <packed::Kind K>
+void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
+                              size_t y_stride, int n_rows) {
   using namespace packed;
-  constexpr Kind K = Kind::Q4_K;
   for (int c = 0; c < nc; ++c)
     for (int r = 0; r < n_rows; ++r) {
       float sum = 0.0f;
@@ -54,13 +55,19 @@ void packed_gemm_q4_k_scalar(const uint8_t* w, int64_t nb, const PackedActTile& 
         const uint8_t* qs = sup + kQsOffset<K> + kSubBlockBytes<K> * j;
         const int8_t* aq = a.qs + (static_cast<size_t>(b) * kPackCols + c) * 32;
         const PackedActMeta& am = a.meta[static_cast<size_t>(b) * kPackCols + c];
+        const float d = fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t)));
         int sumi = 0;
-        for (int e = 0; e < 32; ++e) sumi += packed_quant(TensorType::Q4_0, qs, r, e) * aq[e];
-        const float dw = fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t))) *
-                         static_cast<float>(sup[kQ4kScOffset + 16 * j + r]);
-        const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
-                         static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
-        sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
+        if constexpr (K == Kind::Q4_K) {
+          for (int e = 0; e < 32; ++e) sumi += packed_quant(TensorType::Q4_0, qs, r, e) * aq[e];
+          const float dw = d * static_cast<float>(sup[kQ4kScOffset + 16 * j + r]);
+          const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
+                           static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
+          sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
+        } else {
+          for (int e = 0; e < 32; ++e) sumi += (packed_quant(TensorType::IQ4_NL, qs, r, e) - 128) * aq[e];
+          const float dw = d * static_cast<float>(static_cast<int8_t>(sup[kIq4xsScOffset + 16 * j + r]));
+          sum += static_cast<float>(sumi) * dw * am.d;
+        }
       }
       y[c * y_stride + r] = sum;
     }
@@ -92,7 +99,10 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  if (type == TensorType::Q4_K) return packed_gemm_q4_k_scalar(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::Q4_K)
+    return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::IQ4_XS)
+    return packed_gemm_super_scalar<packed::Kind::IQ4_XS>(w, nb, a, nc, y, y_stride, n_rows);
   const size_t block_bytes = packed_block_bytes(type);
   const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
   const int zero_point = packed_zero_point(type);

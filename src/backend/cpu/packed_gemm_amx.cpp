@@ -165,8 +165,10 @@ void packed_gemm_amx_tiles(TensorType type, const uint8_t* w, int64_t nb, const 
 void packed_gemm_amx(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                      size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows && nb >= 1);
-  // Q4_K has no tile kernel: its per-sub-block scales would cost the tiles' advantage.
-  if (type == TensorType::Q4_K) return packed_gemm_avx512(type, w, nb, a, nc, y, y_stride, n_rows);
+  // The super-block kinds have no tile kernel: their per-sub-block scales would cost the tiles'
+  // advantage.
+  if (type == TensorType::Q4_K || type == TensorType::IQ4_XS)
+    return packed_gemm_avx512(type, w, nb, a, nc, y, y_stride, n_rows);
   const size_t i = static_cast<size_t>(nc - 1);
   with_kind(type, [&](auto kind) {
     constexpr Kind K = decltype(kind)::value;

@@ -34,7 +34,7 @@ namespace {
 using namespace packed;
 
 template <Kind K>
-constexpr bool kSigned = K == Kind::Q8_0 || K == Kind::IQ4_NL;  // sign trick, no zero point
+constexpr bool kSigned = K == Kind::Q8_0 || kIqLut<K>;  // sign trick, no zero point
 // Tokens per register tile (8 rows): int16 + int32/float accumulators must fit beside the weights.
 template <Kind K>
 constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
@@ -47,7 +47,7 @@ static inline __m256i bcast4(const int8_t* p) {
 }
 
 // The quants of element group j (elements 4j..4j+3, j = 0..7) of the 8 rows of half h of one
-// packed block: unsigned for the 4/5-bit kinds (u = q, 0..31), signed values for Q8_0 / IQ4_NL.
+// packed block: unsigned for the 4/5-bit kinds (u = q, 0..31), signed values for Q8_0 / IQ4_NL / IQ4_XS.
 // For the 4-bit layouts group j < 4 is the low nibbles of chunk j, group j + 4 its high nibbles.
 template <Kind K>
 struct Unpacked {
@@ -66,7 +66,7 @@ static inline Unpacked<K> unpack_pair(const uint8_t* qs, int k, int h) {
     const __m256i p = loadu_256(qs + 64 * k + 32 * h);
     u.lo = _mm256_and_si256(p, m4);
     u.hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-    if constexpr (K == Kind::IQ4_NL) {
+    if constexpr (kIqLut<K>) {
       const __m256i table =
           _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
       u.lo = _mm256_shuffle_epi8(table, u.lo);

@@ -44,6 +44,10 @@ static inline __m512i broadcast_i32(const int8_t* p) {
 static inline __m512 u8x16_to_ps(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
+// 16 signed bytes -> 16 floats (IQ4_XS's per-row sub-block scales).
+static inline __m512 i8x16_to_ps(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 
 // acc[c] += w . a[c][off..off+3] for every token c of the tile.
 template <int NC>
@@ -90,9 +94,10 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
-    [[maybe_unused]] __m512 d_super, neg_dmin;  // Q4_K: the super-block's d and -dmin
-    if constexpr (K == Kind::Q4_K) {
+    [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K: -dmin
+    if constexpr (kSuper<K>)
       d_super = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+    if constexpr (K == Kind::Q4_K) {
       neg_dmin = _mm512_sub_ps(
           _mm512_setzero_ps(),
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
@@ -116,6 +121,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
       if constexpr (K == Kind::Q4_K) {
         dw = _mm512_mul_ps(d_super, u8x16_to_ps(w + kQ4kScOffset + 16 * j));
         mw = _mm512_mul_ps(neg_dmin, u8x16_to_ps(w + kQ4kMOffset + 16 * j));
+      } else if constexpr (K == Kind::IQ4_XS) {
+        dw = _mm512_mul_ps(d_super, i8x16_to_ps(w + kIq4xsScOffset + 16 * j));
       } else {
         dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
         if constexpr (kHasMin<K>)

@@ -14,15 +14,20 @@
 //     the 6-bit scales and mins unpacked (row r of 32-column sub-block j at [16 j + r]), so
 //     element e of sub-block j is d * sc[j] * u - dmin * m[j]: exactly the GGUF value, as
 //     Q4_1 with a scale d * sc and a min -dmin * m that the kernels form per sub-block.
+//   IQ4_XS (x86 and scalar only), one packed block per 256-column super-block:
+//     d[16] fp16 | sc[8][16] i8 | 8 x qs as IQ4_NL                                     2208 bytes
+//     sc is the sub-block's 6-bit scale minus 32, so element e of sub-block j is
+//     d * sc[j] * kIq4nlValues[nibble]: IQ4_NL with a scale d * sc per sub-block.
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
 // 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
 // is looked up as u = kIq4nlValues[nibble] + 128. The element value is d * (u - zero_point) with
-// zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL), or d * u + m for Q4_1/Q5_1.
+// zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL, IQ4_XS), or d * u + m for Q4_1/Q5_1.
 // Rows past n_out in the last group are zero (scale 0). Each packed block of the legacy types is
 // exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
-// (2368 bytes for 16 x 144), the price of scales that need no unpacking in the inner loop.
-// Q4_K's activations are the same Q8_1-style 32-blocks: one act block per sub-block.
+// (2368 bytes for 16 x 144) and IQ4_XS's 1.5% (2208 for 16 x 136), the price of scales that need
+// no unpacking in the inner loop. The super-block kinds' activations are the same 32-blocks (Q8_1-
+// style for Q4_K, Q8_0-style for IQ4_XS): one act block per sub-block.
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -43,10 +48,10 @@ constexpr int kPackRows = 16;  // rows per group
 constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
 
 bool packable_type(TensorType type);
-// One 32-column block of 16 rows (Q4_K: an eighth of a super-block). A group of nb blocks is
+// One 32-column block of 16 rows (Q4_K, IQ4_XS: an eighth of a super-block). A group of nb blocks is
 // nb * packed_block_bytes bytes.
 size_t packed_block_bytes(TensorType type);
-int packed_zero_point(TensorType type);  // 8, 16, 128 (Q8_0, IQ4_NL), or 0 for the types with a min
+int packed_zero_point(TensorType type);  // 8, 16, 128 (Q8_0, IQ4_NL, IQ4_XS), or 0 for the types with a min
 
 // Writes group g of src ([n_out] rows of type, nb 32-column blocks each, src_row_stride bytes
 // apart) into dst ([nb] packed blocks), zero rows past n_out.

@@ -5,6 +5,7 @@
 #include "backend/cpu/packed_kind.h"
 #include "core/check.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
@@ -126,6 +127,34 @@ void repack_q4_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out,
   }
 }
 
+// IQ4_XS: group g's super-blocks (packed_kernels.h). Sub-block j's 16 source bytes are an
+// IQ4_NL block's quants; its scale is stored as the signed 6-bit value minus 32.
+constexpr size_t kIq4xsBytes = packed::kBlockBytes<packed::Kind::IQ4_XS>;
+constexpr size_t kIq4xsQs = packed::kQsOffset<packed::Kind::IQ4_XS>;
+
+void repack_iq4_xs_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
+                         uint8_t* dst) {
+  std::memset(dst, 0, kIq4xsBytes * static_cast<size_t>(n_super));
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = g * kPackRows + r;
+    if (row >= n_out) break;
+    const auto* blocks =
+        reinterpret_cast<const BlockIQ4_XS*>(src + static_cast<size_t>(row) * src_row_stride);
+    for (int64_t s = 0; s < n_super; ++s) {
+      const BlockIQ4_XS& b = blocks[s];
+      uint8_t* out = dst + static_cast<size_t>(s) * kIq4xsBytes;
+      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
+      for (int j = 0; j < 8; ++j) {
+        out[packed::kIq4xsScOffset + 16 * j + r] =
+            static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(b.scales_h, b.scales_l, j)));
+        uint8_t* qs = out + kIq4xsQs + kQ4kSubBytes * static_cast<size_t>(j);
+        for (int k = 0; k < 4; ++k)
+          for (int i = 0; i < 4; ++i) qs[k * kChunkBytes + 4 * r + i] = b.qs[16 * j + 4 * k + i];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool packable_type(TensorType type) {
@@ -139,6 +168,7 @@ bool packable_type(TensorType type) {
       return true;
 #if defined(__x86_64__)
     case TensorType::Q4_K:  // the NEON levels have no super-block kernel
+    case TensorType::IQ4_XS:
       return true;
 #endif
     default:
@@ -149,6 +179,7 @@ bool packable_type(TensorType type) {
 size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
   if (type == TensorType::Q4_K) return kQ4kBytes / 8;
+  if (type == TensorType::IQ4_XS) return kIq4xsBytes / 8;
   return kPackRows * type_traits(type).block_bytes;
 }
 
@@ -160,6 +191,7 @@ int packed_zero_point(TensorType type) {
       return 16;
     case TensorType::Q8_0:
     case TensorType::IQ4_NL:
+    case TensorType::IQ4_XS:
       return 128;
     default:
       return 0;
@@ -171,6 +203,11 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
   if (type == TensorType::Q4_K) {
     STRATA_CHECK(nb % 8 == 0);
     repack_q4_k_group(src, src_row_stride, n_out, g, nb / 8, dst);
+    return;
+  }
+  if (type == TensorType::IQ4_XS) {
+    STRATA_CHECK(nb % 8 == 0);
+    repack_iq4_xs_group(src, src_row_stride, n_out, g, nb / 8, dst);
     return;
   }
   const size_t out_bytes = packed_block_bytes(type);
