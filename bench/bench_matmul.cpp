@@ -443,6 +443,8 @@ BENCHMARK(BM_ModelPrefill)
     ->Arg(1)
     ->Arg(3)
     ->Arg(4)
+    ->Arg(5)
+    ->Arg(7)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);

@@ -26,7 +26,8 @@ std::string cpu_model_name() {
 #if defined(__aarch64__)
 constexpr IsaLevel kChain[] = {IsaLevel::Scalar, IsaLevel::Neon, IsaLevel::NeonDotprod, IsaLevel::NeonI8mm};
 #else
-constexpr IsaLevel kChain[] = {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512, IsaLevel::Amx};
+constexpr IsaLevel kChain[] = {IsaLevel::Scalar, IsaLevel::Avx2, IsaLevel::AvxVnni, IsaLevel::Avx512,
+                               IsaLevel::Amx};
 #endif
 
 std::string isa_coverage_line() {

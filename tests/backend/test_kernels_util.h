@@ -204,11 +204,11 @@ inline RefDot ref_dot_q4_k_packed(const uint8_t* w, const uint8_t* a, int64_t n)
 }
 
 // The interleaved super-block layouts (packed_kernels.h) quantize activations per 32, not per
-// 256 as their rows' Q8_K: as Q8_1 for Q4_K, Q8_0 for IQ4_XS. packed_act_type names that format;
+// 256 as their rows' Q8_K: as Q8_1 for Q4_K, Q8_0 for IQ4_XS and Q6_K. packed_act_type names that format;
 // ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
 // activation row a of that format.
 inline bool packs_super_blocks(TensorType wt) {
-  return wt == TensorType::Q4_K || wt == TensorType::IQ4_XS;
+  return wt == TensorType::Q4_K || wt == TensorType::IQ4_XS || wt == TensorType::Q6_K;
 }
 inline TensorType packed_act_type(TensorType wt) {
   return wt == TensorType::Q4_K ? TensorType::Q8_1 : TensorType::Q8_0;

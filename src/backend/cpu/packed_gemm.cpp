@@ -40,7 +40,8 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
 }
 
 // The super-block kinds (packed_kernels.h). Q4_K: per sub-block the Q4_1 expression with scale
-// d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc. (Not the row
+// d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc; Q6_K: per 16-column
+// half the integer sum of (u - 32) * a with scale d * sc. (Not the row
 // kernels': those quantize activations per 256 as Q8_K.)
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
@@ -63,6 +64,18 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
           const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
                            static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
           sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
+        } else if constexpr (K == Kind::Q6_K) {
+          for (int hh = 0; hh < 2; ++hh) {  // the two 16-column halves, each with its scale
+            int sumh = 0;
+            for (int e = 16 * hh; e < 16 * hh + 16; ++e) {
+              const int high =
+                  (qs[kQ6kQhOffset + hh * kChunkBytes + 4 * r + e % 4] >> (2 * (e % 16 / 4))) & 3;
+              sumh += ((packed_quant(TensorType::Q4_0, qs, r, e) | high << 4) - 32) * aq[e];
+            }
+            const float dw =
+                d * static_cast<float>(static_cast<int8_t>(sup[kQ6kScOffset + 16 * (2 * j + hh) + r]));
+            sum += static_cast<float>(sumh) * dw * am.d;
+          }
         } else {
           for (int e = 0; e < 32; ++e) sumi += (packed_quant(TensorType::IQ4_NL, qs, r, e) - 128) * aq[e];
           const float dw = d * static_cast<float>(static_cast<int8_t>(sup[kIq4xsScOffset + 16 * j + r]));
@@ -84,15 +97,18 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
     for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    int sum = 0;
+    int half[2] = {0, 0};  // sums of elements 0..15 and 16..31
     for (int j = 0; j < 32; ++j) {
       q[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
-      sum += q[j];
+      half[j / 16] += q[j];
     }
+    const int sum = half[0] + half[1];
     PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
     m.d = fp16_to_f32(f32_to_fp16(d));
-    m.extra = zero_point != 0 ? -zero_point * sum
-                              : std::bit_cast<int32_t>(fp16_to_f32(f32_to_fp16(d * static_cast<float>(sum))));
+    m.extra = zero_point == kPackedHalfSums ? pack_half_sums(half[0], half[1])
+              : zero_point != 0
+                  ? -zero_point * sum
+                  : std::bit_cast<int32_t>(fp16_to_f32(f32_to_fp16(d * static_cast<float>(sum))));
   }
 }
 
@@ -103,6 +119,8 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::IQ4_XS)
     return packed_gemm_super_scalar<packed::Kind::IQ4_XS>(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::Q6_K)
+    return packed_gemm_super_scalar<packed::Kind::Q6_K>(w, nb, a, nc, y, y_stride, n_rows);
   const size_t block_bytes = packed_block_bytes(type);
   const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
   const int zero_point = packed_zero_point(type);

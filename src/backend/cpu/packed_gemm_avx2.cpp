@@ -23,6 +23,7 @@
 
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
+#include "backend/cpu/packed_q6k_avx2.h"
 #include "backend/cpu/packed_scales_avx2.h"
 #include "backend/cpu/simd_avx2.h"
 #include "core/check.h"
@@ -143,6 +144,38 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
   }
 }
 
+// Q6_K's sub-block j for row halves h0..h0+NH-1: per element half hh, the int16 pair sums of two
+// chunks (|pair| <= 2 * 63 * 127, so two fit) go to int32 sums that start at the activation's
+// -32 * sum(a) of the half; each is scaled by d * sc of the half and d_a.
+template <int NH, int NC>
+static inline void q6k_sub_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
+                                 const PackedActMeta* am) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* qs = w + kQsOffset<Kind::Q6_K> + j * kSubBlockBytes<Kind::Q6_K>;
+#pragma GCC unroll 2
+  for (int hh = 0; hh < 2; ++hh)
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256i u0 = q6k_quants<0>(qs, h0 + h, hh), u1 = q6k_quants<1>(qs, h0 + h, hh);
+      const __m256i u2 = q6k_quants<2>(qs, h0 + h, hh), u3 = q6k_quants<3>(qs, h0 + h, hh);
+      const __m256 dw = _mm256_mul_ps(half_to_ps(w + 16 * (h0 + h)),
+                                      i8x8_to_ps(w + kQ6kScOffset + 16 * (2 * j + hh) + 8 * (h0 + h)));
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) {
+        const int8_t* a = aq + 32 * c + 16 * hh;
+        const __m256i s01 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
+        const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)),
+                                             _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+        __m256i acc = _mm256_set1_epi32(q6k_half_bias(am[c].extra, hh));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s01, ones));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s23, ones));
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[h][c]);
+      }
+    }
+}
+
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
 // group. aq / am: the tile's first token of this call (token c at +32c / +c).
 template <Kind K, int NH, int NC>
@@ -160,6 +193,10 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      if constexpr (K == Kind::Q6_K) {
+        q6k_sub_block<NH, NC>(accf, w, j, h0, aq, am);
+        continue;
+      }
       const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
       __m256i acc[NH][NC];
 #pragma GCC unroll 2
@@ -263,16 +300,18 @@ void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, 
     const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
     const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
     const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
-    const int sum = hsum_i32x8(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+    const int sum_lo = hsum_i32x8(_mm256_add_epi32(i0, i1)), sum_hi = hsum_i32x8(_mm256_add_epi32(i2, i3));
+    const int sum = sum_lo + sum_hi;
     // The packs work per 128-bit lane; the permutation restores element order.
     const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
     const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + static_cast<size_t>(b) * qs_block_stride), ordered);
     PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
     m.d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    m.extra = zero_point != 0 ? -zero_point * sum
-                              : std::bit_cast<int32_t>(_cvtsh_ss(
-                                    _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
+    m.extra = zero_point == kPackedHalfSums ? pack_half_sums(sum_lo, sum_hi)
+              : zero_point != 0             ? -zero_point * sum
+                                            : std::bit_cast<int32_t>(_cvtsh_ss(
+                                                  _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
   }
 }
 

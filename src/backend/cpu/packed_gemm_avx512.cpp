@@ -79,6 +79,60 @@ static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uin
   }
 }
 
+// Q6_K: chunk K of element half hh (0: elements 4K..4K+3, 1: 16 + 4K..) of 16 rows as unsigned
+// quants u = low | high << 4 (packed_kernels.h: the high bits are bits 2K..2K+1 of plane hh).
+template <int K>
+static inline __m512i q6k_quants(const uint8_t* qs, int hh) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i p = _mm512_loadu_si512(qs + 64 * K);
+  const __m512i low = hh == 0 ? _mm512_and_si512(p, m4) : _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+  const __m512i plane = _mm512_loadu_si512(qs + kQ6kQhOffset + 64 * hh);
+  __m512i high;  // bits 2K..2K+1 moved to bits 4..5
+  if constexpr (K == 0) high = _mm512_slli_epi16(plane, 4);
+  if constexpr (K == 1) high = _mm512_slli_epi16(plane, 2);
+  if constexpr (K == 2) high = plane;
+  if constexpr (K == 3) high = _mm512_srli_epi16(plane, 2);
+  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
+}
+
+// Q6_K's sub-block j: per element half, the integer sums of u * a start at -32 * sum(a) of the
+// half (the activation's half sums), so they are the exact sums of (u - 32) * a; each is scaled
+// by d * sc of its half and d_a.
+template <int NC>
+static inline void q6k_sub_block(__m512 (&accf)[NC], const uint8_t* w, int j, const int8_t* aq,
+                                 const PackedActMeta* am, __m512 d_super) {
+  const uint8_t* qs = w + kQsOffset<Kind::Q6_K> + j * kSubBlockBytes<Kind::Q6_K>;
+#pragma GCC unroll 2
+  for (int hh = 0; hh < 2; ++hh) {
+    __m512i acc[NC], acc2[NC];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm512_set1_epi32(q6k_half_bias(am[c].extra, hh));
+      acc2[c] = _mm512_setzero_si512();
+    }
+    const int off = 16 * hh;
+    if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
+      dot4<NC>(acc, q6k_quants<0>(qs, hh), aq, off);
+      dot4<NC>(acc2, q6k_quants<1>(qs, hh), aq, off + 4);
+      dot4<NC>(acc, q6k_quants<2>(qs, hh), aq, off + 8);
+      dot4<NC>(acc2, q6k_quants<3>(qs, hh), aq, off + 12);
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
+    } else {
+      dot4<NC>(acc, q6k_quants<0>(qs, hh), aq, off);
+      dot4<NC>(acc, q6k_quants<1>(qs, hh), aq, off + 4);
+      dot4<NC>(acc, q6k_quants<2>(qs, hh), aq, off + 8);
+      dot4<NC>(acc, q6k_quants<3>(qs, hh), aq, off + 12);
+    }
+    const __m512 dw = _mm512_mul_ps(d_super, i8x16_to_ps(w + kQ6kScOffset + 16 * (2 * j + hh)));
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) {
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
+      accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+    }
+  }
+}
+
 // w: [nb] packed blocks of one group; y[c * y_stride + r] for r < n_rows, c < NC.
 template <Kind K, int NC>
 void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y, size_t y_stride,
@@ -103,6 +157,10 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      if constexpr (K == Kind::Q6_K) {
+        q6k_sub_block<NC>(accf, w, j, aq, am, d_super);
+        continue;
+      }
       const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
       __m512i acc[NC], acc2[NC];
 #pragma GCC unroll 16
@@ -177,12 +235,14 @@ void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point
     int8_t* out = qs + static_cast<size_t>(b) * qs_block_stride;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
-    const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    const int sum_lo = _mm512_reduce_add_epi32(q0), sum_hi = _mm512_reduce_add_epi32(q1);
+    const int sum = sum_lo + sum_hi;
     PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
     m.d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    m.extra = zero_point != 0 ? -zero_point * sum
-                              : std::bit_cast<int32_t>(_cvtsh_ss(
-                                    _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
+    m.extra = zero_point == kPackedHalfSums ? pack_half_sums(sum_lo, sum_hi)
+              : zero_point != 0             ? -zero_point * sum
+                                            : std::bit_cast<int32_t>(_cvtsh_ss(
+                                                  _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT)));
   }
 }
 

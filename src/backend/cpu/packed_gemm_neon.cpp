@@ -88,22 +88,23 @@ void quantize_packed_act_neon(const float* x, int64_t n_blocks, int zero_point, 
     }
     const float d = vmaxnmvq_f32(amax) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    int32x4_t sum = vdupq_n_s32(0);
+    int32x4_t sum[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};  // elements 0..15, 16..31
     int16x8_t h[4];
     for (int i = 0; i < 4; ++i) {
       const int32x4_t q0 = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i], id));
       const int32x4_t q1 = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i + 1], id));
-      sum = vaddq_s32(sum, vaddq_s32(q0, q1));
+      sum[i / 2] = vaddq_s32(sum[i / 2], vaddq_s32(q0, q1));
       h[i] = vcombine_s16(vmovn_s32(q0), vmovn_s32(q1));
     }
     int8_t* out = qs + static_cast<size_t>(b) * qs_block_stride;
     vst1q_s8(out, vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])));
     vst1q_s8(out + 16, vcombine_s8(vmovn_s16(h[2]), vmovn_s16(h[3])));
-    const int s = vaddvq_s32(sum);
+    const int s_lo = vaddvq_s32(sum[0]), s_hi = vaddvq_s32(sum[1]), s = s_lo + s_hi;
     PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
     m.d = fp16_to_f32(f32_to_fp16(d));
-    m.extra = zero_point != 0 ? -zero_point * s
-                              : std::bit_cast<int32_t>(fp16_to_f32(f32_to_fp16(d * static_cast<float>(s))));
+    m.extra = zero_point == kPackedHalfSums ? pack_half_sums(s_lo, s_hi)
+              : zero_point != 0             ? -zero_point * s
+                                : std::bit_cast<int32_t>(fp16_to_f32(f32_to_fp16(d * static_cast<float>(s))));
   }
 }
 

@@ -18,6 +18,12 @@
 //     d[16] fp16 | sc[8][16] i8 | 8 x qs as IQ4_NL                                     2208 bytes
 //     sc is the sub-block's 6-bit scale minus 32, so element e of sub-block j is
 //     d * sc[j] * kIq4nlValues[nibble]: IQ4_NL with a scale d * sc per sub-block.
+//   Q6_K (x86 and scalar only), one packed block per 256-column super-block:
+//     d[16] fp16 | sc[16][16] i8 | 8 x (ql[256] as Q4_0 | qh[2][64])                  3360 bytes
+//     sc[h][r]: row r's scale of 16-column half h (sub-block h / 2, element half h % 2). Quant u
+//     (0..63) of element e of a sub-block: its low 4 bits are Q4_0's nibble of e in ql; its high
+//     2 bits are bits 2k..2k+1 of byte 4r + e % 4 of plane e / 16, k = e % 16 / 4. The value is
+//     d * sc * (u - 32): the kernels remove the 32 with the activation's per-half sums.
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
 // 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
@@ -26,8 +32,9 @@
 // Rows past n_out in the last group are zero (scale 0). Each packed block of the legacy types is
 // exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
 // (2368 bytes for 16 x 144) and IQ4_XS's 1.5% (2208 for 16 x 136), the price of scales that need
-// no unpacking in the inner loop. The super-block kinds' activations are the same 32-blocks (Q8_1-
-// style for Q4_K, Q8_0-style for IQ4_XS): one act block per sub-block.
+// no unpacking in the inner loop; Q6_K's is exactly the source's (3360 for 16 x 210). The
+// super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K, Q8_0-style for
+// IQ4_XS and Q6_K): one act block per sub-block.
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -48,10 +55,13 @@ constexpr int kPackRows = 16;  // rows per group
 constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
 
 bool packable_type(TensorType type);
-// One 32-column block of 16 rows (Q4_K, IQ4_XS: an eighth of a super-block). A group of nb blocks is
+// One 32-column block of 16 rows (Q4_K, IQ4_XS, Q6_K: an eighth of a super-block). A group of nb blocks is
 // nb * packed_block_bytes bytes.
 size_t packed_block_bytes(TensorType type);
-int packed_zero_point(TensorType type);  // 8, 16, 128 (Q8_0, IQ4_NL, IQ4_XS), or 0 for the types with a min
+// The zero point the activation quantizer removes: 8, 16, 128 (Q8_0, IQ4_NL, IQ4_XS), 0 for the
+// types with a min, kPackedHalfSums for Q6_K (its 32 is removed per 16-column half).
+int packed_zero_point(TensorType type);
+constexpr int kPackedHalfSums = -1;
 
 // Writes group g of src ([n_out] rows of type, nb 32-column blocks each, src_row_stride bytes
 // apart) into dst ([nb] packed blocks), zero rows past n_out.
@@ -62,10 +72,27 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
 // tokens' quants and metadata stays within L1 while 16 rows of weights pass over it).
 struct PackedActMeta {
   float d;        // scale, rounded to fp16 as Q8_0's
-  int32_t extra;  // zero_point != 0: -zero_point * sum(q), the integer accumulator's start value;
-                  // zero_point == 0 (Q4_1/Q5_1): the bits of float fp16(d * sum(q)), Q8_1's s
+  int32_t extra;  // zero_point > 0: -zero_point * sum(q), the integer accumulator's start value;
+                  // zero_point == 0 (Q4_1/Q5_1): the bits of float fp16(d * sum(q)), Q8_1's s;
+                  // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above
 };
 static_assert(sizeof(PackedActMeta) == 8);
+
+// The extra of kPackedHalfSums and its two sums (each within +-16 * 127).
+constexpr int32_t pack_half_sums(int32_t lo, int32_t hi) {
+  return static_cast<int32_t>((static_cast<uint32_t>(hi) << 16) | (static_cast<uint32_t>(lo) & 0xffffu));
+}
+constexpr int32_t half_sum_lo(int32_t extra) {
+  return static_cast<int16_t>(extra & 0xffff);
+}
+constexpr int32_t half_sum_hi(int32_t extra) {
+  return extra >> 16;
+}
+// Q6_K: -32 * the sum over element half hh (0: q[0..15], 1: q[16..31]), the start of that half's
+// integer sum, which makes it the exact sum of (u - 32) * a.
+constexpr int32_t q6k_half_bias(int32_t extra, int hh) {
+  return -32 * (hh == 0 ? half_sum_lo(extra) : half_sum_hi(extra));
+}
 
 // The activations of one column tile of tokens.
 struct PackedActTile {

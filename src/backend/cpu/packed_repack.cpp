@@ -155,6 +155,46 @@ void repack_iq4_xs_group(const uint8_t* src, size_t src_row_stride, int64_t n_ou
   }
 }
 
+// Q6_K: quant u (0..63) of element e (0..255) of a source super-block (GGUF's Q6_K order: per
+// 128 elements, four quarters of 32 sharing each qh byte).
+uint8_t q6_k_quant(const BlockQ6_K& b, int e) {
+  const int n = e / 128, quarter = e % 128 / 32, l = e % 32;
+  const uint8_t lo = b.ql[64 * n + l + 32 * (quarter % 2)];
+  const int low = quarter < 2 ? lo & 0x0f : lo >> 4;
+  const int high = (b.qh[32 * n + l] >> (2 * quarter)) & 3;
+  return static_cast<uint8_t>(low | high << 4);
+}
+
+constexpr size_t kQ6kBytes = packed::kBlockBytes<packed::Kind::Q6_K>;
+constexpr size_t kQ6kQs = packed::kQsOffset<packed::Kind::Q6_K>;
+constexpr size_t kQ6kSubBytes = packed::kSubBlockBytes<packed::Kind::Q6_K>;
+
+void repack_q6_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
+                       uint8_t* dst) {
+  std::memset(dst, 0, kQ6kBytes * static_cast<size_t>(n_super));
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = g * kPackRows + r;
+    if (row >= n_out) break;
+    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(src + static_cast<size_t>(row) * src_row_stride);
+    for (int64_t s = 0; s < n_super; ++s) {
+      const BlockQ6_K& b = blocks[s];
+      uint8_t* out = dst + static_cast<size_t>(s) * kQ6kBytes;
+      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
+      for (int h = 0; h < 16; ++h) out[packed::kQ6kScOffset + 16 * h + r] = static_cast<uint8_t>(b.scales[h]);
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* ql = out + kQ6kQs + kQ6kSubBytes * static_cast<size_t>(j);
+        uint8_t* qh = ql + packed::kQ6kQhOffset;
+        for (int e = 0; e < 32; ++e) {
+          const uint8_t u = q6_k_quant(b, 32 * j + e);
+          const int k = e % 16 / 4, byte = 4 * r + e % 4;
+          ql[k * kChunkBytes + byte] |= static_cast<uint8_t>(e < 16 ? (u & 0x0f) : (u & 0x0f) << 4);
+          qh[(e / 16) * kChunkBytes + byte] |= static_cast<uint8_t>((u >> 4) << (2 * k));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool packable_type(TensorType type) {
@@ -169,6 +209,7 @@ bool packable_type(TensorType type) {
 #if defined(__x86_64__)
     case TensorType::Q4_K:  // the NEON levels have no super-block kernel
     case TensorType::IQ4_XS:
+    case TensorType::Q6_K:
       return true;
 #endif
     default:
@@ -180,6 +221,7 @@ size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
   if (type == TensorType::Q4_K) return kQ4kBytes / 8;
   if (type == TensorType::IQ4_XS) return kIq4xsBytes / 8;
+  if (type == TensorType::Q6_K) return kQ6kBytes / 8;
   return kPackRows * type_traits(type).block_bytes;
 }
 
@@ -193,6 +235,8 @@ int packed_zero_point(TensorType type) {
     case TensorType::IQ4_NL:
     case TensorType::IQ4_XS:
       return 128;
+    case TensorType::Q6_K:
+      return kPackedHalfSums;
     default:
       return 0;
   }
@@ -208,6 +252,11 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
   if (type == TensorType::IQ4_XS) {
     STRATA_CHECK(nb % 8 == 0);
     repack_iq4_xs_group(src, src_row_stride, n_out, g, nb / 8, dst);
+    return;
+  }
+  if (type == TensorType::Q6_K) {
+    STRATA_CHECK(nb % 8 == 0);
+    repack_q6_k_group(src, src_row_stride, n_out, g, nb / 8, dst);
     return;
   }
   const size_t out_bytes = packed_block_bytes(type);
