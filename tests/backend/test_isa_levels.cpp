@@ -75,17 +75,19 @@ TEST(IsaLevels, SetLevelClamps) {
 }
 
 // What `strata bench` and bench_matmul report as the kernel set that ran: at every level, Auto
-// interleaves Q4_0 (and, on x86, Q4_K, IQ4_XS and Q6_K) exactly where a SIMD set exists and the reported
-// level is the one whose kernels matmul() dispatches to; Q5_K (no interleaved layout) runs its row kernels.
+// interleaves Q4_0 (and, on x86, Q4_K, Q5_K, IQ4_XS and Q6_K) exactly where a SIMD set exists and the
+// reported level is the one whose kernels matmul() dispatches to; Q3_K (no interleaved layout) runs its row
+// kernels.
 TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
   const IsaLevel saved = isa_level();
   std::vector<TensorType> interleaved_types{TensorType::Q4_0};
 #if defined(__x86_64__)
   interleaved_types.push_back(TensorType::Q4_K);
   interleaved_types.push_back(TensorType::IQ4_XS);
+  interleaved_types.push_back(TensorType::Q5_K);
   interleaved_types.push_back(TensorType::Q6_K);
 #endif
-  std::vector<uint8_t> q5_k(row_bytes(TensorType::Q5_K, 256) * 16);
+  std::vector<uint8_t> q3_k(row_bytes(TensorType::Q3_K, 256) * 16);
   for (IsaLevel isa : supported_isa_levels()) {
     set_isa_level(isa);
     for (TensorType t : interleaved_types) {
@@ -97,12 +99,12 @@ TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
       EXPECT_EQ(matmul_kernel_description(t),
                 std::string(type_name(t)) + (w->interleaved() ? " interleaved " : " rows ") + isa_name(want));
     }
-    const auto k = pack_matrix(TensorType::Q5_K, 256, 16, q5_k.data());
+    const auto k = pack_matrix(TensorType::Q3_K, 256, 16, q3_k.data());
     EXPECT_FALSE(k->interleaved());
-    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(TensorType::Q5_K, isa));
+    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(TensorType::Q3_K, isa));
     EXPECT_EQ(
-        matmul_kernel_description(TensorType::Q5_K),
-        std::string(type_name(TensorType::Q5_K)) + " rows " + isa_name(resolved_isa(TensorType::Q5_K, isa)));
+        matmul_kernel_description(TensorType::Q3_K),
+        std::string(type_name(TensorType::Q3_K)) + " rows " + isa_name(resolved_isa(TensorType::Q3_K, isa)));
   }
   set_isa_level(saved);
 }

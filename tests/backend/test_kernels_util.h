@@ -180,23 +180,25 @@ inline RefDot ref_dot_rows(TensorType wtype, const uint8_t* w, TensorType atype,
   return r;
 }
 
-// The exact value the interleaved Q4_K kernels approximate (packed_kernels.h) for Q4_K row w and
-// Q8_1 activation row a (the packed activation format): they multiply sub-block j's min
-// dmin * m_j by the stored s = fp16(d_a * sum(q)) instead of the exact sum of the activations.
-inline RefDot ref_dot_q4_k_packed(const uint8_t* w, const uint8_t* a, int64_t n) {
-  const std::vector<double> wd = dequantized(TensorType::Q4_K, w, n),
-                            ad = dequantized(TensorType::Q8_1, a, n);
+// The exact value the interleaved Q4_K / Q5_K kernels approximate (packed_kernels.h) for row w
+// of type wt and Q8_1 activation row a (the packed activation format): they multiply sub-block
+// j's min dmin * m_j by the stored s = fp16(d_a * sum(q)) instead of the exact sum of the
+// activations. Both blocks start d, dmin, scales[12].
+inline RefDot ref_dot_k_min_packed(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
+  const std::vector<double> wd = dequantized(wt, w, n), ad = dequantized(TensorType::Q8_1, a, n);
+  const size_t block_bytes = type_traits(wt).block_bytes;
   RefDot r = ref_dot(wd, ad);
   for (int64_t b = 0; b < n / 32; ++b) {
-    BlockQ4_K blk;
-    std::memcpy(&blk, w + (b / 8) * sizeof(BlockQ4_K), sizeof blk);
+    const uint8_t* blk = w + static_cast<size_t>(b / 8) * block_bytes;
+    fp16_t dmin;
+    std::memcpy(&dmin, blk + 2, 2);
     uint8_t sc, m;
-    unpack_k4_scale_min(blk.scales, static_cast<int>(b % 8), &sc, &m);
+    unpack_k4_scale_min(blk + 4, static_cast<int>(b % 8), &sc, &m);
     fp16_t sh;
     std::memcpy(&sh, a + b * sizeof(BlockQ8_1) + 2, 2);  // Q8_1: d, then s
     double sum_a = 0.0;
     for (int64_t i = 32 * b; i < 32 * (b + 1); ++i) sum_a += ad[static_cast<size_t>(i)];
-    const double min = static_cast<double>(fp16_to_f32(blk.dmin)) * m, s = fp16_to_f32(sh);
+    const double min = static_cast<double>(fp16_to_f32(dmin)) * m, s = fp16_to_f32(sh);
     r.value -= min * (s - sum_a);
     r.abs_sum += std::fabs(min * s);
   }
@@ -204,23 +206,24 @@ inline RefDot ref_dot_q4_k_packed(const uint8_t* w, const uint8_t* a, int64_t n)
 }
 
 // The interleaved super-block layouts (packed_kernels.h) quantize activations per 32, not per
-// 256 as their rows' Q8_K: as Q8_1 for Q4_K, Q8_0 for IQ4_XS and Q6_K. packed_act_type names that format;
-// ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
+// 256 as their rows' Q8_K: as Q8_1 for Q4_K and Q5_K, Q8_0 for IQ4_XS and Q6_K. packed_act_type names that
+// format; ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
 // activation row a of that format.
 inline bool packs_super_blocks(TensorType wt) {
-  return wt == TensorType::Q4_K || wt == TensorType::IQ4_XS || wt == TensorType::Q6_K;
+  return wt == TensorType::Q4_K || wt == TensorType::Q5_K || wt == TensorType::IQ4_XS ||
+         wt == TensorType::Q6_K;
 }
 inline TensorType packed_act_type(TensorType wt) {
-  return wt == TensorType::Q4_K ? TensorType::Q8_1 : TensorType::Q8_0;
+  return wt == TensorType::Q4_K || wt == TensorType::Q5_K ? TensorType::Q8_1 : TensorType::Q8_0;
 }
 // Quantizes x ([n]) into dst as packed_act_type(wt), exactly as the packed quantizer does (the
 // scalar kernels of Q4_1 and Q4_0 make Q8_1 and Q8_0 rows).
 inline void quantize_packed_act_row(TensorType wt, const float* x, uint8_t* dst, int64_t n) {
-  const TensorType maker = wt == TensorType::Q4_K ? TensorType::Q4_1 : TensorType::Q4_0;
+  const TensorType maker = packed_act_type(wt) == TensorType::Q8_1 ? TensorType::Q4_1 : TensorType::Q4_0;
   type_kernels(maker, IsaLevel::Scalar).from_float(x, dst, n);
 }
 inline RefDot ref_dot_packed(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
-  if (wt == TensorType::Q4_K) return ref_dot_q4_k_packed(w, a, n);
+  if (packed_act_type(wt) == TensorType::Q8_1) return ref_dot_k_min_packed(wt, w, a, n);
   return ref_dot_rows(wt, w, packed_act_type(wt), a, n);
 }
 

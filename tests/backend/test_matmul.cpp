@@ -193,13 +193,13 @@ TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
 
 #if defined(__x86_64__)
 // The super-blocks carry their scales unpacked: per 16 rows of 256 columns, Q4_K 2368 bytes
-// (2.8% more than the 16 x 144 source bytes), IQ4_XS 2208 (1.5% more than 16 x 136), Q6_K 3360
-// (as many as 16 x 210); a partial last group is stored whole.
+// (2.8% more than the 16 x 144 source bytes), Q5_K 2880 (2.3% more than 16 x 176), IQ4_XS 2208 (1.5% more
+// than 16 x 136), Q6_K 3360 (as many as 16 x 210); a partial last group is stored whole.
 TEST(MatmulPack, InterleavedSuperBlockCopySize) {
   const int64_t n_in = 512;
   for (const auto& [t, packed_bytes] :
        {std::pair{TensorType::Q4_K, size_t{2368}}, std::pair{TensorType::IQ4_XS, size_t{2208}},
-        std::pair{TensorType::Q6_K, size_t{3360}}})
+        std::pair{TensorType::Q5_K, size_t{2880}}, std::pair{TensorType::Q6_K, size_t{3360}}})
     for (int64_t n_out : {int64_t{32}, int64_t{17}}) {
       std::vector<uint8_t> w(row_bytes(t, n_in) * static_cast<size_t>(n_out));
       fill_random_rows(t, n_in, n_out, row_bytes(t, n_in), w.data(), 5);
@@ -210,11 +210,11 @@ TEST(MatmulPack, InterleavedSuperBlockCopySize) {
     }
 }
 
-// A model's Q4_K, IQ4_XS and Q6_K matrices multiply interleaved wherever a SIMD level runs (prefill
+// A model's Q4_K, Q5_K, IQ4_XS and Q6_K matrices multiply interleaved wherever a SIMD level runs (prefill
 // is compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
 TEST(MatmulPack, AutoInterleavesSuperBlocksAtEverySimdLevel) {
   IsaGuard guard;
-  for (TensorType t : {TensorType::Q4_K, TensorType::IQ4_XS, TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K}) {
     std::vector<uint8_t> w(row_bytes(t, 256) * 16);
     fill_random_rows(t, 256, 16, row_bytes(t, 256), w.data(), 6);
     for (IsaLevel isa : testing::arch_isa_levels()) {

@@ -1,4 +1,4 @@
-// The interleaved super-block layouts of Q4_K, IQ4_XS and Q6_K (packed_kernels.h): their repacking and
+// The interleaved super-block layouts of Q4_K, Q5_K, IQ4_XS and Q6_K (packed_kernels.h): their repacking and
 // the kernels of every level, against the exact dot products of the GGUF rows (dequantize_row)
 // with the packed activations.
 #include <gtest/gtest.h>
@@ -22,7 +22,8 @@ using testing::dot_tolerance;
 using testing::fill_random_rows;
 using testing::random_floats;
 
-constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::IQ4_XS, TensorType::Q6_K};
+constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS,
+                                      TensorType::Q6_K};
 
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
 // activation rows (the reference) and as one packed activation tile.
@@ -75,6 +76,9 @@ TEST(PackedSuperBlocks, LayoutIsOneSuperBlockPer16RowsOf256Columns) {
   EXPECT_TRUE(packable_type(TensorType::IQ4_XS));
   EXPECT_EQ(packed_block_bytes(TensorType::IQ4_XS) * 8, 2208u);
   EXPECT_EQ(packed_zero_point(TensorType::IQ4_XS), 128);
+  EXPECT_TRUE(packable_type(TensorType::Q5_K));
+  EXPECT_EQ(packed_block_bytes(TensorType::Q5_K) * 8, 2880u);
+  EXPECT_EQ(packed_zero_point(TensorType::Q5_K), 0);
   EXPECT_TRUE(packable_type(TensorType::Q6_K));
   EXPECT_EQ(packed_block_bytes(TensorType::Q6_K) * 8, 3360u);
   EXPECT_EQ(packed_zero_point(TensorType::Q6_K), kPackedHalfSums);

@@ -39,7 +39,7 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   return q;
 }
 
-// The super-block kinds (packed_kernels.h). Q4_K: per sub-block the Q4_1 expression with scale
+// The super-block kinds (packed_kernels.h). Q4_K, Q5_K: per sub-block the Q4_1 / Q5_1 expression with scale
 // d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc; Q6_K: per 16-column
 // half the integer sum of (u - 32) * a with scale d * sc. (Not the row
 // kernels': those quantize activations per 256 as Q8_K.)
@@ -58,8 +58,10 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
         const PackedActMeta& am = a.meta[static_cast<size_t>(b) * kPackCols + c];
         const float d = fp16_to_f32(load_fp16(sup + r * sizeof(fp16_t)));
         int sumi = 0;
-        if constexpr (K == Kind::Q4_K) {
-          for (int e = 0; e < 32; ++e) sumi += packed_quant(TensorType::Q4_0, qs, r, e) * aq[e];
+        if constexpr (kKScaleMin<K>) {
+          // Q5_K's fifth bits are Q5_0's masks after the nibbles (Q5_1's unsigned quant).
+          const TensorType quants = K == Kind::Q5_K ? TensorType::Q5_1 : TensorType::Q4_0;
+          for (int e = 0; e < 32; ++e) sumi += packed_quant(quants, qs, r, e) * aq[e];
           const float dw = d * static_cast<float>(sup[kQ4kScOffset + 16 * j + r]);
           const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
                            static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
@@ -117,6 +119,8 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::Q5_K)
+    return packed_gemm_super_scalar<packed::Kind::Q5_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::IQ4_XS)
     return packed_gemm_super_scalar<packed::Kind::IQ4_XS>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q6_K)

@@ -40,7 +40,7 @@ static inline __m512i broadcast_i32(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// 16 unsigned bytes -> 16 floats (Q4_K's per-row sub-block scales or mins).
+// 16 unsigned bytes -> 16 floats (Q4_K's and Q5_K's per-row sub-block scales or mins).
 static inline __m512 u8x16_to_ps(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
@@ -148,10 +148,10 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
-    [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K: -dmin
+    [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K, Q5_K: -dmin
     if constexpr (kSuper<K>)
       d_super = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-    if constexpr (K == Kind::Q4_K) {
+    if constexpr (kKScaleMin<K>) {
       neg_dmin = _mm512_sub_ps(
           _mm512_setzero_ps(),
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
@@ -176,7 +176,7 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
         block_dots<K, NC>(acc, acc, qs, aq);
       }
       __m512 dw, mw;
-      if constexpr (K == Kind::Q4_K) {
+      if constexpr (kKScaleMin<K>) {
         dw = _mm512_mul_ps(d_super, u8x16_to_ps(w + kQ4kScOffset + 16 * j));
         mw = _mm512_mul_ps(neg_dmin, u8x16_to_ps(w + kQ4kMOffset + 16 * j));
       } else if constexpr (K == Kind::IQ4_XS) {

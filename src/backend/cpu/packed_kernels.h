@@ -14,6 +14,8 @@
 //     the 6-bit scales and mins unpacked (row r of 32-column sub-block j at [16 j + r]), so
 //     element e of sub-block j is d * sc[j] * u - dmin * m[j]: exactly the GGUF value, as
 //     Q4_1 with a scale d * sc and a min -dmin * m that the kernels form per sub-block.
+//   Q5_K (x86 and scalar only): Q4_K's super-block with each sub-block's quants followed by
+//     Q5_0's fifth-bit masks (8 x u64)                                                2880 bytes
 //   IQ4_XS (x86 and scalar only), one packed block per 256-column super-block:
 //     d[16] fp16 | sc[8][16] i8 | 8 x qs as IQ4_NL                                     2208 bytes
 //     sc is the sub-block's 6-bit scale minus 32, so element e of sub-block j is
@@ -31,10 +33,10 @@
 // zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL, IQ4_XS), or d * u + m for Q4_1/Q5_1.
 // Rows past n_out in the last group are zero (scale 0). Each packed block of the legacy types is
 // exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
-// (2368 bytes for 16 x 144) and IQ4_XS's 1.5% (2208 for 16 x 136), the price of scales that need
-// no unpacking in the inner loop; Q6_K's is exactly the source's (3360 for 16 x 210). The
-// super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K, Q8_0-style for
-// IQ4_XS and Q6_K): one act block per sub-block.
+// (2368 bytes for 16 x 144), Q5_K's 2.3% (2880 for 16 x 176) and IQ4_XS's 1.5% (2208 for
+// 16 x 136), the price of scales that need no unpacking in the inner loop; Q6_K's is exactly the
+// source's (3360 for 16 x 210). The super-block kinds' activations are the same 32-blocks
+// (Q8_1-style for Q4_K and Q5_K, Q8_0-style for IQ4_XS and Q6_K): one act block per sub-block.
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -55,8 +57,8 @@ constexpr int kPackRows = 16;  // rows per group
 constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
 
 bool packable_type(TensorType type);
-// One 32-column block of 16 rows (Q4_K, IQ4_XS, Q6_K: an eighth of a super-block). A group of nb blocks is
-// nb * packed_block_bytes bytes.
+// One 32-column block of 16 rows (the K-quants and IQ4_XS: an eighth of a super-block). A group of nb blocks
+// is nb * packed_block_bytes bytes.
 size_t packed_block_bytes(TensorType type);
 // The zero point the activation quantizer removes: 8, 16, 128 (Q8_0, IQ4_NL, IQ4_XS), 0 for the
 // types with a min, kPackedHalfSums for Q6_K (its 32 is removed per 16-column half).

@@ -11,19 +11,22 @@
 
 namespace strata::cpu::packed {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, IQ4_XS, Q6_K };
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K };
 
 // 256-column super-blocks with a scale per 32-column sub-block (Q6_K: per 16-column half).
 template <Kind K>
-constexpr bool kSuper = K == Kind::Q4_K || K == Kind::IQ4_XS || K == Kind::Q6_K;
+constexpr bool kSuper = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::IQ4_XS || K == Kind::Q6_K;
+// Super-blocks with a 6-bit scale and min per sub-block (unpacked to bytes).
+template <Kind K>
+constexpr bool kKScaleMin = K == Kind::Q4_K || K == Kind::Q5_K;
 // Nibbles that index kIq4nlValues.
 template <Kind K>
 constexpr bool kIqLut = K == Kind::IQ4_NL || K == Kind::IQ4_XS;
 
 template <Kind K>
-constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1 || K == Kind::Q4_K;
+constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1 || kKScaleMin<K>;
 template <Kind K>
-constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1;
+constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1 || K == Kind::Q5_K;
 template <Kind K>
 constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
                                : K == Kind::Q4_1                    ? 320
@@ -31,10 +34,11 @@ constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
                                : K == Kind::Q5_1                    ? 384
                                : K == Kind::Q8_0                    ? 544
                                : K == Kind::Q4_K                    ? 2368  // a super-block
+                               : K == Kind::Q5_K                    ? 2880  // a super-block
                                : K == Kind::IQ4_XS                  ? 2208  // a super-block
                                                                     : 3360;                  // Q6_K: a super-block
 template <Kind K>
-constexpr size_t kQsOffset = K == Kind::Q4_K     ? 320
+constexpr size_t kQsOffset = kKScaleMin<K>       ? 320
                              : K == Kind::IQ4_XS ? 160
                              : K == Kind::Q6_K   ? 288
                              : kHasMin<K>        ? 64
@@ -44,11 +48,13 @@ constexpr size_t kQsOffset = K == Kind::Q4_K     ? 320
 template <Kind K>
 constexpr int kSubBlocks = kSuper<K> ? 8 : 1;
 template <Kind K>
-constexpr size_t kSubBlockBytes = K == Kind::Q6_K ? 384
-                                  : kSuper<K>     ? 256
-                                                  : 0;
+constexpr size_t kSubBlockBytes = K == Kind::Q6_K   ? 384
+                                  : K == Kind::Q5_K ? 320
+                                  : kSuper<K>       ? 256
+                                                    : 0;
 // Q4_K super-block: d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0.
 constexpr size_t kQ4kDminOffset = 32, kQ4kScOffset = 64, kQ4kMOffset = 192;
+// Q5_K super-block: Q4_K's, each sub-block's quants followed by Q5_0's fifth-bit masks.
 // IQ4_XS super-block: d[16] fp16 | sc[8][16] i8 (the 6-bit scale - 32) | 8 x qs as IQ4_NL.
 constexpr size_t kIq4xsScOffset = 32;
 // Q6_K super-block: d[16] fp16 | sc[16][16] i8 (per 16-column half) | 8 x (ql as Q4_0 | qh[2][64]):
@@ -77,11 +83,12 @@ static inline void with_kind(TensorType type, F&& f) {
   }
 }
 
-// with_kind, and the super-block kinds (Q4_K, IQ4_XS, Q6_K): for the x86 levels that implement their
+// with_kind, and the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K): for the x86 levels that implement their
 // walk (AVX2, AVX-VNNI, AVX-512; the AMX level runs the AVX-512 kernel for them).
 template <class F>
 static inline void with_any_kind(TensorType type, F&& f) {
   if (type == TensorType::Q4_K) return f(std::integral_constant<Kind, Kind::Q4_K>{});
+  if (type == TensorType::Q5_K) return f(std::integral_constant<Kind, Kind::Q5_K>{});
   if (type == TensorType::IQ4_XS) return f(std::integral_constant<Kind, Kind::IQ4_XS>{});
   if (type == TensorType::Q6_K) return f(std::integral_constant<Kind, Kind::Q6_K>{});
   with_kind(type, f);

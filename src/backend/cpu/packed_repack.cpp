@@ -93,34 +93,39 @@ void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
   }
 }
 
-// Q4_K: group g's super-blocks (packed_kernels.h). Element e of source sub-block j is nibble
-// (j odd: high) of qs[32 (j / 2) + e]; in the packed chunk layout it is byte 4 (e % 16 / 4) * 16
-// + 4 r + e % 4 of the sub-block's quants, low nibble for e < 16.
-constexpr size_t kQ4kBytes = packed::kBlockBytes<packed::Kind::Q4_K>;
-constexpr size_t kQ4kQs = packed::kQsOffset<packed::Kind::Q4_K>;
-constexpr size_t kQ4kSubBytes = packed::kSubBlockBytes<packed::Kind::Q4_K>;
-
-void repack_q4_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
-                       uint8_t* dst) {
-  std::memset(dst, 0, kQ4kBytes * static_cast<size_t>(n_super));
+// Q4_K and Q5_K (Block = BlockQ4_K / BlockQ5_K): group g's super-blocks (packed_kernels.h).
+// Element e of source sub-block j is nibble (j odd: high) of qs[32 (j / 2) + e]; in the packed
+// chunk layout it is byte 4 (e % 16 / 4) * 16 + 4 r + e % 4 of the sub-block's quants, low nibble
+// for e < 16. Q5_K's fifth bit (bit j of qh[e]) goes to Q5_0's masks after them.
+template <class Block, packed::Kind K>
+void repack_k_scale_min_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
+                              int64_t n_super, uint8_t* dst) {
+  constexpr size_t kBytes = packed::kBlockBytes<K>, kSubBytes = packed::kSubBlockBytes<K>;
+  std::memset(dst, 0, kBytes * static_cast<size_t>(n_super));
   for (int r = 0; r < kPackRows; ++r) {
     const int64_t row = g * kPackRows + r;
     if (row >= n_out) break;
-    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(src + static_cast<size_t>(row) * src_row_stride);
+    const auto* blocks = reinterpret_cast<const Block*>(src + static_cast<size_t>(row) * src_row_stride);
     for (int64_t s = 0; s < n_super; ++s) {
-      const BlockQ4_K& b = blocks[s];
-      uint8_t* out = dst + static_cast<size_t>(s) * kQ4kBytes;
+      const Block& b = blocks[s];
+      uint8_t* out = dst + static_cast<size_t>(s) * kBytes;
       std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
       std::memcpy(out + packed::kQ4kDminOffset + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
       for (int j = 0; j < 8; ++j) {
         unpack_k4_scale_min(b.scales, j, out + packed::kQ4kScOffset + 16 * j + r,
                             out + packed::kQ4kMOffset + 16 * j + r);
-        uint8_t* qs = out + kQ4kQs + kQ4kSubBytes * static_cast<size_t>(j);
+        uint8_t* qs = out + packed::kQsOffset<K> + kSubBytes * static_cast<size_t>(j);
         for (int e = 0; e < 32; ++e) {
           const uint8_t byte = b.qs[32 * (j / 2) + e];
           const uint8_t q = (j % 2 ? byte >> 4 : byte) & 0x0f;
           uint8_t& to = qs[(e % 16 / 4) * kChunkBytes + 4 * r + e % 4];
           to = static_cast<uint8_t>(to | (e < 16 ? q : q << 4));
+          if constexpr (packed::kHasQh<K>) {
+            if ((b.qh[e] >> j) & 1) {  // mask e / 4, bit 4 r + e % 4 (packed_kernels.h)
+              const int bit = 4 * r + e % 4;
+              qs[4 * kChunkBytes + (e / 4) * 8 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
+            }
+          }
         }
       }
     }
@@ -147,7 +152,7 @@ void repack_iq4_xs_group(const uint8_t* src, size_t src_row_stride, int64_t n_ou
       for (int j = 0; j < 8; ++j) {
         out[packed::kIq4xsScOffset + 16 * j + r] =
             static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(b.scales_h, b.scales_l, j)));
-        uint8_t* qs = out + kIq4xsQs + kQ4kSubBytes * static_cast<size_t>(j);
+        uint8_t* qs = out + kIq4xsQs + packed::kSubBlockBytes<packed::Kind::IQ4_XS> * static_cast<size_t>(j);
         for (int k = 0; k < 4; ++k)
           for (int i = 0; i < 4; ++i) qs[k * kChunkBytes + 4 * r + i] = b.qs[16 * j + 4 * k + i];
       }
@@ -208,6 +213,7 @@ bool packable_type(TensorType type) {
       return true;
 #if defined(__x86_64__)
     case TensorType::Q4_K:  // the NEON levels have no super-block kernel
+    case TensorType::Q5_K:
     case TensorType::IQ4_XS:
     case TensorType::Q6_K:
       return true;
@@ -219,7 +225,8 @@ bool packable_type(TensorType type) {
 
 size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
-  if (type == TensorType::Q4_K) return kQ4kBytes / 8;
+  if (type == TensorType::Q4_K) return packed::kBlockBytes<packed::Kind::Q4_K> / 8;
+  if (type == TensorType::Q5_K) return packed::kBlockBytes<packed::Kind::Q5_K> / 8;
   if (type == TensorType::IQ4_XS) return kIq4xsBytes / 8;
   if (type == TensorType::Q6_K) return kQ6kBytes / 8;
   return kPackRows * type_traits(type).block_bytes;
@@ -246,7 +253,12 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
                   int64_t nb, uint8_t* dst) {
   if (type == TensorType::Q4_K) {
     STRATA_CHECK(nb % 8 == 0);
-    repack_q4_k_group(src, src_row_stride, n_out, g, nb / 8, dst);
+    repack_k_scale_min_group<BlockQ4_K, packed::Kind::Q4_K>(src, src_row_stride, n_out, g, nb / 8, dst);
+    return;
+  }
+  if (type == TensorType::Q5_K) {
+    STRATA_CHECK(nb % 8 == 0);
+    repack_k_scale_min_group<BlockQ5_K, packed::Kind::Q5_K>(src, src_row_stride, n_out, g, nb / 8, dst);
     return;
   }
   if (type == TensorType::IQ4_XS) {
