@@ -45,4 +45,33 @@ void check_packed_call_shapes(PackedGemmFn gemm, TensorType type, const uint8_t*
     }
 }
 
+// Batch invariance (kernels.h): with token 0's activations (of the tile act_qs / act_meta, nb
+// blocks) copied into every slot, a call of any token count gives every slot the bits of a
+// one-token call, and a call of part_rows rows the first part_rows of them. w: one group.
+inline void check_packed_batch_invariance(PackedGemmFn gemm, TensorType type, const uint8_t* w, int64_t nb,
+                                          const std::vector<int8_t>& act_qs,
+                                          const std::vector<PackedActMeta>& act_meta, int part_rows) {
+  std::vector<int8_t> qs(act_qs.size());
+  std::vector<PackedActMeta> meta(act_meta.size());
+  for (int64_t b = 0; b < nb; ++b)
+    for (int c = 0; c < kPackCols; ++c) {
+      std::memcpy(qs.data() + (b * kPackCols + c) * 32, act_qs.data() + b * kPackCols * 32, 32);
+      meta[static_cast<size_t>(b * kPackCols + c)] = act_meta[static_cast<size_t>(b * kPackCols)];
+    }
+  const PackedActTile same{qs.data(), meta.data()};
+  std::vector<float> one(kPackRows);
+  gemm(type, w, nb, PackedActTile{act_qs.data(), act_meta.data()}, 1, one.data(), kPackRows, kPackRows);
+  for (int nc = 1; nc <= kPackCols; ++nc) {
+    std::vector<float> y(kPackCols * kPackRows);
+    gemm(type, w, nb, same, nc, y.data(), kPackRows, kPackRows);
+    for (int c = 0; c < nc; ++c)
+      ASSERT_EQ(std::memcmp(y.data() + c * kPackRows, one.data(), sizeof(float) * kPackRows), 0)
+          << nc << " tokens, slot " << c;
+    std::vector<float> part(kPackCols * kPackRows, 0.0f);
+    gemm(type, w, nb, same, nc, part.data(), kPackRows, part_rows);
+    ASSERT_EQ(std::memcmp(part.data(), one.data(), sizeof(float) * static_cast<size_t>(part_rows)), 0)
+        << nc << " tokens, " << part_rows << " rows";
+  }
+}
+
 }  // namespace strata::cpu::testing

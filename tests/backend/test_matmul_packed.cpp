@@ -176,28 +176,8 @@ TEST_P(PackedLevel, KernelMatchesScalarForAllShapes) {
 // count, the token's slot in it and the number of rows of the call.
 TEST_P(PackedLevel, ResultBitsDoNotDependOnTileShapeOrSlot) {
   const Problem p(GetParam().type, 17, kPackRows, 13);
-  // One tile with token 0's activations in every slot.
-  std::vector<int8_t> qs(p.act_qs.size());
-  std::vector<PackedActMeta> meta(p.act_meta.size());
-  for (int64_t b = 0; b < p.nb(); ++b)
-    for (int c = 0; c < kPackCols; ++c) {
-      std::memcpy(qs.data() + (b * kPackCols + c) * 32, p.act_qs.data() + b * kPackCols * 32, 32);
-      meta[static_cast<size_t>(b * kPackCols + c)] = p.act_meta[static_cast<size_t>(b * kPackCols)];
-    }
-  const PackedActTile same{qs.data(), meta.data()};
-  std::vector<float> one(kPackRows);
-  kernels().gemm(p.type, p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
-  for (int nc = 1; nc <= kPackCols; ++nc) {
-    std::vector<float> y(kPackCols * kPackRows);
-    kernels().gemm(p.type, p.group(0), p.nb(), same, nc, y.data(), kPackRows, kPackRows);
-    for (int c = 0; c < nc; ++c)
-      ASSERT_EQ(std::memcmp(y.data() + c * kPackRows, one.data(), sizeof(float) * kPackRows), 0)
-          << nc << " tokens, slot " << c;
-    // The first 5 rows alone (a partial last group).
-    std::vector<float> part(kPackCols * kPackRows, 0.0f);
-    kernels().gemm(p.type, p.group(0), p.nb(), same, nc, part.data(), kPackRows, 5);
-    ASSERT_EQ(std::memcmp(part.data(), one.data(), sizeof(float) * 5), 0) << nc << " tokens, 5 rows";
-  }
+  // 5 rows: a partial last group.
+  testing::check_packed_batch_invariance(kernels().gemm, p.type, p.group(0), p.nb(), p.act_qs, p.act_meta, 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, PackedLevel, ::testing::ValuesIn(level_cases()),

@@ -138,26 +138,7 @@ TEST_P(PackedSuperLevel, KernelMatchesExactForAllShapes) {
 // count, its slot and the call's row count.
 TEST_P(PackedSuperLevel, ResultBitsDoNotDependOnTileShapeOrSlot) {
   const Problem p(type(), 2, kPackRows, 61);
-  std::vector<int8_t> qs(p.act_qs.size());
-  std::vector<PackedActMeta> meta(p.act_meta.size());
-  for (int64_t b = 0; b < p.nb(); ++b)
-    for (int c = 0; c < kPackCols; ++c) {
-      std::memcpy(qs.data() + (b * kPackCols + c) * 32, p.act_qs.data() + b * kPackCols * 32, 32);
-      meta[static_cast<size_t>(b * kPackCols + c)] = p.act_meta[static_cast<size_t>(b * kPackCols)];
-    }
-  const PackedActTile same{qs.data(), meta.data()};
-  std::vector<float> one(kPackRows);
-  kernels().gemm(type(), p.group(0), p.nb(), p.tile(), 1, one.data(), kPackRows, kPackRows);
-  for (int nc = 1; nc <= kPackCols; ++nc) {
-    std::vector<float> y(kPackCols * kPackRows);
-    kernels().gemm(type(), p.group(0), p.nb(), same, nc, y.data(), kPackRows, kPackRows);
-    for (int c = 0; c < nc; ++c)
-      ASSERT_EQ(std::memcmp(y.data() + c * kPackRows, one.data(), sizeof(float) * kPackRows), 0)
-          << nc << " tokens, slot " << c;
-    std::vector<float> part(kPackCols * kPackRows, 0.0f);
-    kernels().gemm(type(), p.group(0), p.nb(), same, nc, part.data(), kPackRows, 7);
-    ASSERT_EQ(std::memcmp(part.data(), one.data(), sizeof(float) * 7), 0) << nc << " tokens, 7 rows";
-  }
+  testing::check_packed_batch_invariance(kernels().gemm, type(), p.group(0), p.nb(), p.act_qs, p.act_meta, 7);
 }
 
 std::vector<SuperCase> super_cases() {

@@ -93,70 +93,67 @@ void put_row(TensorType type, const SourceBlock& s, int r, uint8_t* dst) {
   }
 }
 
-// Q4_K and Q5_K (Block = BlockQ4_K / BlockQ5_K): group g's super-blocks (packed_kernels.h).
-// Element e of source sub-block j is nibble (j odd: high) of qs[32 (j / 2) + e]; in the packed
-// chunk layout it is byte 4 (e % 16 / 4) * 16 + 4 r + e % 4 of the sub-block's quants, low nibble
-// for e < 16. Q5_K's fifth bit (bit j of qh[e]) goes to Q5_0's masks after them.
-template <class Block, packed::Kind K>
-void repack_k_scale_min_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
-                              int64_t n_super, uint8_t* dst) {
-  constexpr size_t kBytes = packed::kBlockBytes<K>, kSubBytes = packed::kSubBlockBytes<K>;
+// The walk every super-block kind shares: group g's n_super packed super-blocks of kind K are
+// zeroed, then for each real row r and super-block s its fp16 d goes to d[r] and
+// put(source block, r, packed super-block) writes the rest of the row's share.
+template <class Block, packed::Kind K, class Put>
+void repack_super_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
+                        uint8_t* dst, Put&& put) {
+  constexpr size_t kBytes = packed::kBlockBytes<K>;
   std::memset(dst, 0, kBytes * static_cast<size_t>(n_super));
   for (int r = 0; r < kPackRows; ++r) {
     const int64_t row = g * kPackRows + r;
     if (row >= n_out) break;
     const auto* blocks = reinterpret_cast<const Block*>(src + static_cast<size_t>(row) * src_row_stride);
     for (int64_t s = 0; s < n_super; ++s) {
-      const Block& b = blocks[s];
       uint8_t* out = dst + static_cast<size_t>(s) * kBytes;
-      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
-      std::memcpy(out + packed::kQ4kDminOffset + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
-      for (int j = 0; j < 8; ++j) {
-        unpack_k4_scale_min(b.scales, j, out + packed::kQ4kScOffset + 16 * j + r,
-                            out + packed::kQ4kMOffset + 16 * j + r);
-        uint8_t* qs = out + packed::kQsOffset<K> + kSubBytes * static_cast<size_t>(j);
-        for (int e = 0; e < 32; ++e) {
-          const uint8_t byte = b.qs[32 * (j / 2) + e];
-          const uint8_t q = (j % 2 ? byte >> 4 : byte) & 0x0f;
-          uint8_t& to = qs[(e % 16 / 4) * kChunkBytes + 4 * r + e % 4];
-          to = static_cast<uint8_t>(to | (e < 16 ? q : q << 4));
-          if constexpr (packed::kHasQh<K>) {
-            if ((b.qh[e] >> j) & 1) {  // mask e / 4, bit 4 r + e % 4 (packed_kernels.h)
-              const int bit = 4 * r + e % 4;
-              qs[4 * kChunkBytes + (e / 4) * 8 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
-            }
-          }
+      std::memcpy(out + r * sizeof(fp16_t), &blocks[s].d, sizeof(fp16_t));
+      put(blocks[s], r, out);
+    }
+  }
+}
+
+// Sub-block j's quants in a packed super-block of kind K.
+template <packed::Kind K>
+uint8_t* sub_block_quants(uint8_t* out, int j) {
+  return out + packed::kQsOffset<K> + packed::kSubBlockBytes<K> * static_cast<size_t>(j);
+}
+
+// Q4_K and Q5_K (Block = BlockQ4_K / BlockQ5_K), row r of one super-block. Element e of source
+// sub-block j is nibble (j odd: high) of qs[32 (j / 2) + e]; in the packed chunk layout it is
+// byte 4 (e % 16 / 4) * 16 + 4 r + e % 4 of the sub-block's quants, low nibble for e < 16. Q5_K's
+// fifth bit (bit j of qh[e]) goes to Q5_0's masks after them.
+template <class Block, packed::Kind K>
+void put_k_scale_min_row(const Block& b, int r, uint8_t* out) {
+  std::memcpy(out + packed::kQ4kDminOffset + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
+  for (int j = 0; j < 8; ++j) {
+    unpack_k4_scale_min(b.scales, j, out + packed::kQ4kScOffset + 16 * j + r,
+                        out + packed::kQ4kMOffset + 16 * j + r);
+    uint8_t* qs = sub_block_quants<K>(out, j);
+    for (int e = 0; e < 32; ++e) {
+      const uint8_t byte = b.qs[32 * (j / 2) + e];
+      const uint8_t q = (j % 2 ? byte >> 4 : byte) & 0x0f;
+      uint8_t& to = qs[(e % 16 / 4) * kChunkBytes + 4 * r + e % 4];
+      to = static_cast<uint8_t>(to | (e < 16 ? q : q << 4));
+      if constexpr (packed::kHasQh<K>) {
+        if ((b.qh[e] >> j) & 1) {  // mask e / 4, bit 4 r + e % 4 (packed_kernels.h)
+          const int bit = 4 * r + e % 4;
+          qs[4 * kChunkBytes + (e / 4) * 8 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
         }
       }
     }
   }
 }
 
-// IQ4_XS: group g's super-blocks (packed_kernels.h). Sub-block j's 16 source bytes are an
-// IQ4_NL block's quants; its scale is stored as the signed 6-bit value minus 32.
-constexpr size_t kIq4xsBytes = packed::kBlockBytes<packed::Kind::IQ4_XS>;
-constexpr size_t kIq4xsQs = packed::kQsOffset<packed::Kind::IQ4_XS>;
-
-void repack_iq4_xs_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
-                         uint8_t* dst) {
-  std::memset(dst, 0, kIq4xsBytes * static_cast<size_t>(n_super));
-  for (int r = 0; r < kPackRows; ++r) {
-    const int64_t row = g * kPackRows + r;
-    if (row >= n_out) break;
-    const auto* blocks =
-        reinterpret_cast<const BlockIQ4_XS*>(src + static_cast<size_t>(row) * src_row_stride);
-    for (int64_t s = 0; s < n_super; ++s) {
-      const BlockIQ4_XS& b = blocks[s];
-      uint8_t* out = dst + static_cast<size_t>(s) * kIq4xsBytes;
-      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
-      for (int j = 0; j < 8; ++j) {
-        out[packed::kIq4xsScOffset + 16 * j + r] =
-            static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(b.scales_h, b.scales_l, j)));
-        uint8_t* qs = out + kIq4xsQs + packed::kSubBlockBytes<packed::Kind::IQ4_XS> * static_cast<size_t>(j);
-        for (int k = 0; k < 4; ++k)
-          for (int i = 0; i < 4; ++i) qs[k * kChunkBytes + 4 * r + i] = b.qs[16 * j + 4 * k + i];
-      }
-    }
+// IQ4_XS, row r of one super-block. Sub-block j's 16 source bytes are an IQ4_NL block's quants;
+// its scale is stored as the signed 6-bit value minus 32.
+void put_iq4_xs_row(const BlockIQ4_XS& b, int r, uint8_t* out) {
+  for (int j = 0; j < 8; ++j) {
+    out[packed::kIq4xsScOffset + 16 * j + r] =
+        static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(b.scales_h, b.scales_l, j)));
+    uint8_t* qs = sub_block_quants<packed::Kind::IQ4_XS>(out, j);
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 4; ++i) qs[k * kChunkBytes + 4 * r + i] = b.qs[16 * j + 4 * k + i];
   }
 }
 
@@ -170,34 +167,48 @@ uint8_t q6_k_quant(const BlockQ6_K& b, int e) {
   return static_cast<uint8_t>(low | high << 4);
 }
 
-constexpr size_t kQ6kBytes = packed::kBlockBytes<packed::Kind::Q6_K>;
-constexpr size_t kQ6kQs = packed::kQsOffset<packed::Kind::Q6_K>;
-constexpr size_t kQ6kSubBytes = packed::kSubBlockBytes<packed::Kind::Q6_K>;
-
-void repack_q6_k_group(const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g, int64_t n_super,
-                       uint8_t* dst) {
-  std::memset(dst, 0, kQ6kBytes * static_cast<size_t>(n_super));
-  for (int r = 0; r < kPackRows; ++r) {
-    const int64_t row = g * kPackRows + r;
-    if (row >= n_out) break;
-    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(src + static_cast<size_t>(row) * src_row_stride);
-    for (int64_t s = 0; s < n_super; ++s) {
-      const BlockQ6_K& b = blocks[s];
-      uint8_t* out = dst + static_cast<size_t>(s) * kQ6kBytes;
-      std::memcpy(out + r * sizeof(fp16_t), &b.d, sizeof(fp16_t));
-      for (int h = 0; h < 16; ++h) out[packed::kQ6kScOffset + 16 * h + r] = static_cast<uint8_t>(b.scales[h]);
-      for (int j = 0; j < 8; ++j) {
-        uint8_t* ql = out + kQ6kQs + kQ6kSubBytes * static_cast<size_t>(j);
-        uint8_t* qh = ql + packed::kQ6kQhOffset;
-        for (int e = 0; e < 32; ++e) {
-          const uint8_t u = q6_k_quant(b, 32 * j + e);
-          const int k = e % 16 / 4, byte = 4 * r + e % 4;
-          ql[k * kChunkBytes + byte] |= static_cast<uint8_t>(e < 16 ? (u & 0x0f) : (u & 0x0f) << 4);
-          qh[(e / 16) * kChunkBytes + byte] |= static_cast<uint8_t>((u >> 4) << (2 * k));
-        }
-      }
+// Q6_K, row r of one super-block: the 16 half scales, then per sub-block the low nibbles in
+// Q4_0's layout and the high 2 bits in two planes (packed_kernels.h).
+void put_q6_k_row(const BlockQ6_K& b, int r, uint8_t* out) {
+  for (int h = 0; h < 16; ++h) out[packed::kQ6kScOffset + 16 * h + r] = static_cast<uint8_t>(b.scales[h]);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t* ql = sub_block_quants<packed::Kind::Q6_K>(out, j);
+    uint8_t* qh = ql + packed::kQ6kQhOffset;
+    for (int e = 0; e < 32; ++e) {
+      const uint8_t u = q6_k_quant(b, 32 * j + e);
+      const int k = e % 16 / 4, byte = 4 * r + e % 4;
+      ql[k * kChunkBytes + byte] |= static_cast<uint8_t>(e < 16 ? (u & 0x0f) : (u & 0x0f) << 4);
+      qh[(e / 16) * kChunkBytes + byte] |= static_cast<uint8_t>((u >> 4) << (2 * k));
     }
   }
+}
+
+// The super-block kinds: group g of type's rows (nb 32-column blocks, a multiple of 8).
+void repack_super_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
+                        int64_t nb, uint8_t* dst) {
+  using packed::Kind;
+  STRATA_CHECK(nb % 8 == 0);
+  const int64_t n = nb / 8;
+  switch (type) {
+    case TensorType::Q4_K:
+      return repack_super_group<BlockQ4_K, Kind::Q4_K>(src, src_row_stride, n_out, g, n, dst,
+                                                       put_k_scale_min_row<BlockQ4_K, Kind::Q4_K>);
+    case TensorType::Q5_K:
+      return repack_super_group<BlockQ5_K, Kind::Q5_K>(src, src_row_stride, n_out, g, n, dst,
+                                                       put_k_scale_min_row<BlockQ5_K, Kind::Q5_K>);
+    case TensorType::IQ4_XS:
+      return repack_super_group<BlockIQ4_XS, Kind::IQ4_XS>(src, src_row_stride, n_out, g, n, dst,
+                                                           put_iq4_xs_row);
+    case TensorType::Q6_K:
+      return repack_super_group<BlockQ6_K, Kind::Q6_K>(src, src_row_stride, n_out, g, n, dst, put_q6_k_row);
+    default:
+      STRATA_CHECK(false, "type ", type_name(type), " has no super-block layout");
+  }
+}
+
+bool is_super_type(TensorType type) {
+  return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::IQ4_XS ||
+         type == TensorType::Q6_K;
 }
 
 }  // namespace
@@ -225,11 +236,10 @@ bool packable_type(TensorType type) {
 
 size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
-  if (type == TensorType::Q4_K) return packed::kBlockBytes<packed::Kind::Q4_K> / 8;
-  if (type == TensorType::Q5_K) return packed::kBlockBytes<packed::Kind::Q5_K> / 8;
-  if (type == TensorType::IQ4_XS) return kIq4xsBytes / 8;
-  if (type == TensorType::Q6_K) return kQ6kBytes / 8;
-  return kPackRows * type_traits(type).block_bytes;
+  size_t bytes = kPackRows * type_traits(type).block_bytes;  // the legacy kinds: 16 source blocks
+  if (is_super_type(type))
+    packed::with_any_kind(type, [&](auto kind) { bytes = packed::kBlockBytes<decltype(kind)::value> / 8; });
+  return bytes;
 }
 
 int packed_zero_point(TensorType type) {
@@ -251,26 +261,7 @@ int packed_zero_point(TensorType type) {
 
 void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
                   int64_t nb, uint8_t* dst) {
-  if (type == TensorType::Q4_K) {
-    STRATA_CHECK(nb % 8 == 0);
-    repack_k_scale_min_group<BlockQ4_K, packed::Kind::Q4_K>(src, src_row_stride, n_out, g, nb / 8, dst);
-    return;
-  }
-  if (type == TensorType::Q5_K) {
-    STRATA_CHECK(nb % 8 == 0);
-    repack_k_scale_min_group<BlockQ5_K, packed::Kind::Q5_K>(src, src_row_stride, n_out, g, nb / 8, dst);
-    return;
-  }
-  if (type == TensorType::IQ4_XS) {
-    STRATA_CHECK(nb % 8 == 0);
-    repack_iq4_xs_group(src, src_row_stride, n_out, g, nb / 8, dst);
-    return;
-  }
-  if (type == TensorType::Q6_K) {
-    STRATA_CHECK(nb % 8 == 0);
-    repack_q6_k_group(src, src_row_stride, n_out, g, nb / 8, dst);
-    return;
-  }
+  if (is_super_type(type)) return repack_super_group(type, src, src_row_stride, n_out, g, nb, dst);
   const size_t out_bytes = packed_block_bytes(type);
   const size_t in_bytes = type_traits(type).block_bytes;
   std::memset(dst, 0, out_bytes * static_cast<size_t>(nb));  // padding rows and qh masks start at 0
