@@ -15,6 +15,7 @@
 #include "common/fixtures.h"
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "quant/blocks.h"
 #include "test_kernels_util.h"
 
 namespace strata::cpu {
@@ -210,11 +211,38 @@ TEST(MatmulPack, InterleavedSuperBlockCopySize) {
     }
 }
 
-// A model's Q4_K, Q5_K, IQ4_XS and Q6_K matrices multiply interleaved wherever a SIMD level runs (prefill
-// is compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
+// MXFP4's E8M0 scales become exact fp16s: 288 bytes per 16 blocks (the source's 272). A scale
+// beyond fp16's range (2^-24 .. 2^15) keeps the matrix in rows, multiplied as the source says; an
+// explicit interleaved request for it is an error.
+TEST(MatmulPack, Mxfp4InterleavesOnlyScalesThatFp16Holds) {
+  const int64_t n_in = 96, n_out = 20;
+  const size_t rb = row_bytes(TensorType::MXFP4, n_in);
+  std::vector<uint8_t> w(rb * n_out);
+  fill_random_rows(TensorType::MXFP4, n_in, n_out, rb, w.data(), 9);
+  auto pm = pack_matrix(TensorType::MXFP4, n_in, n_out, w.data(), PackLayout::Interleaved);
+  EXPECT_EQ(pm->owned_bytes(), 2u * 3 * 288);
+  for (uint8_t e : {uint8_t{103}, uint8_t{144}, uint8_t{255}}) {
+    std::vector<uint8_t> bad = w;
+    bad[7 * rb + sizeof(BlockMXFP4)] = e;  // row 7, block 1
+    EXPECT_THROW(pack_matrix(TensorType::MXFP4, n_in, n_out, bad.data(), PackLayout::Interleaved), Error)
+        << int{e};
+    auto rows = pack_matrix(TensorType::MXFP4, n_in, n_out, bad.data());
+    EXPECT_FALSE(rows->interleaved()) << int{e};
+  }
+  for (uint8_t e : {uint8_t{104}, uint8_t{143}}) {  // the range's ends: 2^-24 (subnormal), 2^15
+    std::vector<uint8_t> edge = w;
+    edge[7 * rb + sizeof(BlockMXFP4)] = e;
+    EXPECT_TRUE(
+        pack_matrix(TensorType::MXFP4, n_in, n_out, edge.data(), PackLayout::Interleaved)->interleaved());
+  }
+}
+
+// A model's Q4_K, Q5_K, IQ4_XS, Q6_K and MXFP4 matrices multiply interleaved wherever a SIMD level runs
+// (prefill is compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
 TEST(MatmulPack, AutoInterleavesSuperBlocksAtEverySimdLevel) {
   IsaGuard guard;
-  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K}) {
+  for (TensorType t :
+       {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K, TensorType::MXFP4}) {
     std::vector<uint8_t> w(row_bytes(t, 256) * 16);
     fill_random_rows(t, 256, 16, row_bytes(t, 256), w.data(), 6);
     for (IsaLevel isa : testing::arch_isa_levels()) {

@@ -106,9 +106,22 @@ TEST_P(Packed, ActivationQuantizerMatchesRowQuantizer) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed,
-                         ::testing::Values(TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
-                                           TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL),
+// The 32-column kinds: the legacy types, and on x86 MXFP4 (IQ4_NL's layout with its own table).
+std::vector<TensorType> block_types() {
+  std::vector<TensorType> out = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+                                 TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL};
+#if defined(__x86_64__)
+  out.push_back(TensorType::MXFP4);
+#endif
+  return out;
+}
+
+// MXFP4 has no AMX tile kernel: the AMX level runs the AVX-512 one for it.
+bool has_amx_tiles(TensorType t) {
+  return t != TensorType::MXFP4;
+}
+
+INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed, ::testing::ValuesIn(block_types()),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 // The SIMD kernel sets of the layout, one per ISA level of this architecture.
@@ -119,8 +132,7 @@ struct LevelCase {
 
 std::vector<LevelCase> level_cases() {
   std::vector<LevelCase> out;
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                       TensorType::Q8_0, TensorType::IQ4_NL})
+  for (TensorType t : block_types())
     for (IsaLevel isa : testing::arch_simd_levels()) out.push_back({t, isa});
   return out;
 }
@@ -189,6 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, PackedLevel, ::testing::ValuesIn(level_cases())
 // the same bits, for every token and row count.
 TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
   if (!isa_supported(IsaLevel::Amx)) GTEST_SKIP() << "CPU lacks amx";
+  if (!has_amx_tiles(GetParam())) GTEST_SKIP() << "no AMX tile kernel";
   for (int64_t nb : {1, 2, 3, 34}) {
     const Problem p(GetParam(), nb, kPackRows, 40 + static_cast<uint32_t>(nb));
     for (int nc = 1; nc <= kPackCols; ++nc)
@@ -213,6 +226,7 @@ TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
 // alternating between them must reload its configuration each time.
 TEST_P(Packed, AmxStaysCorrectWhenW8A8KernelsRunOnTheSameThread) {
   if (!isa_supported(IsaLevel::Amx)) GTEST_SKIP() << "CPU lacks amx";
+  if (!has_amx_tiles(GetParam())) GTEST_SKIP() << "no AMX tile kernel";
   const Problem p(GetParam(), 5, kPackRows, 77);
   std::vector<float> want(kPackCols * kPackRows), got(kPackCols * kPackRows);
   packed_kernels(IsaLevel::Avx512)

@@ -317,17 +317,21 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   const bool packable = packable_type(type);
   if (layout == PackLayout::Interleaved && !packable)
     STRATA_THROW("weight type ", type_name(type), " has no interleaved layout");
+  const size_t row_stride = row_bytes(type, n_in);
+  const bool data_packable = packable && packable_data(type, data, row_stride, n_in, n_out);
+  if (layout == PackLayout::Interleaved && !data_packable)
+    STRATA_THROW("this ", type_name(type), " matrix has scales the interleaved layout cannot hold");
   // Auto: the interleaved copy where a SIMD level has kernels for it (every level but scalar),
   // else a copy of the rows in huge pages (decode reads rows of 4 KiB pages ~30% slower: each
   // page is a separate stream for the hardware prefetcher).
-  const bool copy_rows = layout == PackLayout::Auto && !auto_interleaves(type);
+  const bool copy_rows = layout == PackLayout::Auto && !(auto_interleaves(type) && data_packable);
   if (layout == PackLayout::Auto) layout = copy_rows ? PackLayout::Rows : PackLayout::Interleaved;
 
   std::unique_ptr<PackedMatrix> m(new PackedMatrix());
   m->type_ = type;
   m->n_in_ = n_in;
   m->n_out_ = n_out;
-  m->row_stride_ = row_bytes(type, n_in);
+  m->row_stride_ = row_stride;
   if (layout == PackLayout::Rows) {
     if (copy_rows) {
       uint8_t* dst = m->allocate(m->row_stride_ * static_cast<size_t>(n_out));

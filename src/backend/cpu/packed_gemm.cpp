@@ -31,6 +31,7 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   const uint8_t byte = qs[(k % 4) * kChunkBytes + 4 * r + i];
   int q = k < 4 ? (byte & 0x0f) : (byte >> 4);
   if (type == TensorType::IQ4_NL) return kIq4nlValues[q] + 128;
+  if (type == TensorType::MXFP4) return kMxfp4Values[q] + 128;
   if (type == TensorType::Q5_0 || type == TensorType::Q5_1) {
     const uint8_t* masks = qs + 4 * kChunkBytes;
     const int bit = 4 * r + i;

@@ -69,7 +69,7 @@ static inline Unpacked<K> unpack_pair(const uint8_t* qs, int k, int h) {
     u.hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
     if constexpr (kIqLut<K>) {
       const __m256i table =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lut_values<K>())));
       u.lo = _mm256_shuffle_epi8(table, u.lo);
       u.hi = _mm256_shuffle_epi8(table, u.hi);
     }

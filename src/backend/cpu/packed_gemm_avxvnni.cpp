@@ -51,9 +51,9 @@ static inline void unpack_nibbles(const uint8_t* qs, int k, int h, __m256i& lo, 
   const __m256i p = loadu_256(qs + 64 * k + 32 * h);
   lo = _mm256_and_si256(p, m4);
   hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-  if constexpr (kIqLut<K>) {  // nibble -> kIq4nlValues + 128
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
+  if constexpr (kIqLut<K>) {  // nibble -> table value + 128
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_add_epi8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut_values<K>())), _mm_set1_epi8(-128)));
     lo = _mm256_shuffle_epi8(table, lo);
     hi = _mm256_shuffle_epi8(table, hi);
   }

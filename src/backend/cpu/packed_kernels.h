@@ -9,6 +9,8 @@
 //   Q5_1: d[16] | m[16] | qs | qh as Q5_0                                               384 bytes
 //   Q8_0: d[16] | qs chunk k=0..7: row r -> source qs[4k..4k+3] XOR 0x80 (q + 128)       544 bytes
 //   IQ4_NL: as Q4_0 (the nibbles index kIq4nlValues)                                    288 bytes
+//   MXFP4 (x86 and scalar only): as IQ4_NL with kMxfp4Values; d is the exact fp16 of
+//     2^(e - 128), so a block costs 18 bytes for the source's 17 (packable_data)        288 bytes
 //   Q4_K (x86 and scalar only), one packed block per 256-column super-block:
 //     d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0         2368 bytes
 //     the 6-bit scales and mins unpacked (row r of 32-column sub-block j at [16 j + r]), so
@@ -29,8 +31,9 @@
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
 // 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
-// is looked up as u = kIq4nlValues[nibble] + 128. The element value is d * (u - zero_point) with
-// zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL, IQ4_XS), or d * u + m for Q4_1/Q5_1.
+// is looked up as u = kIq4nlValues[nibble] + 128 (MXFP4: kMxfp4Values). The element value is
+// d * (u - zero_point) with zero_point 8 (Q4_0), 16 (Q5_0), 128 (Q8_0, IQ4_NL, IQ4_XS, MXFP4), or
+// d * u + m for Q4_1/Q5_1.
 // Rows past n_out in the last group are zero (scale 0). Each packed block of the legacy types is
 // exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
 // (2368 bytes for 16 x 144), Q5_K's 2.3% (2880 for 16 x 176) and IQ4_XS's 1.5% (2208 for
@@ -57,6 +60,10 @@ constexpr int kPackRows = 16;  // rows per group
 constexpr int kPackCols = 12;  // tokens per activation tile (the widest kernel call)
 
 bool packable_type(TensorType type);
+// Whether this matrix ([n_out] rows of n_in columns, row_stride bytes apart) of a packable type
+// can be repacked: MXFP4's scales must be exact fp16s (2^-24 .. 2^15); a matrix with others keeps
+// its rows.
+bool packable_data(TensorType type, const void* data, size_t row_stride, int64_t n_in, int64_t n_out);
 // One 32-column block of 16 rows (the K-quants and IQ4_XS: an eighth of a super-block). A group of nb blocks
 // is nb * packed_block_bytes bytes.
 size_t packed_block_bytes(TensorType type);

@@ -8,10 +8,11 @@
 
 #include "core/check.h"
 #include "core/tensor_type.h"
+#include "quant/iq_tables.h"
 
 namespace strata::cpu::packed {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K };
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K, MXFP4 };
 
 // 256-column super-blocks with a scale per 32-column sub-block (Q6_K: per 16-column half).
 template <Kind K>
@@ -19,24 +20,29 @@ constexpr bool kSuper = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::IQ4_XS 
 // Super-blocks with a 6-bit scale and min per sub-block (unpacked to bytes).
 template <Kind K>
 constexpr bool kKScaleMin = K == Kind::Q4_K || K == Kind::Q5_K;
-// Nibbles that index kIq4nlValues.
+// Nibbles that index a table of signed values: kIq4nlValues, or MXFP4's doubled E2M1 values.
 template <Kind K>
-constexpr bool kIqLut = K == Kind::IQ4_NL || K == Kind::IQ4_XS;
+constexpr bool kIqLut = K == Kind::IQ4_NL || K == Kind::IQ4_XS || K == Kind::MXFP4;
+// The table of a kIqLut kind.
+template <Kind K>
+inline const int8_t* lut_values() {
+  return K == Kind::MXFP4 ? kMxfp4Values : kIq4nlValues;
+}
 
 template <Kind K>
 constexpr bool kHasMin = K == Kind::Q4_1 || K == Kind::Q5_1 || kKScaleMin<K>;
 template <Kind K>
 constexpr bool kHasQh = K == Kind::Q5_0 || K == Kind::Q5_1 || K == Kind::Q5_K;
 template <Kind K>
-constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL ? 288
-                               : K == Kind::Q4_1                    ? 320
-                               : K == Kind::Q5_0                    ? 352
-                               : K == Kind::Q5_1                    ? 384
-                               : K == Kind::Q8_0                    ? 544
-                               : K == Kind::Q4_K                    ? 2368  // a super-block
-                               : K == Kind::Q5_K                    ? 2880  // a super-block
-                               : K == Kind::IQ4_XS                  ? 2208  // a super-block
-                                                                    : 3360;                  // Q6_K: a super-block
+constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL || K == Kind::MXFP4 ? 288
+                               : K == Kind::Q4_1                                        ? 320
+                               : K == Kind::Q5_0                                        ? 352
+                               : K == Kind::Q5_1                                        ? 384
+                               : K == Kind::Q8_0                                        ? 544
+                               : K == Kind::Q4_K   ? 2368   // a super-block
+                               : K == Kind::Q5_K   ? 2880   // a super-block
+                               : K == Kind::IQ4_XS ? 2208   // a super-block
+                                                   : 3360;  // Q6_K: a super-block
 template <Kind K>
 constexpr size_t kQsOffset = kKScaleMin<K>       ? 320
                              : K == Kind::IQ4_XS ? 160
@@ -83,14 +89,15 @@ static inline void with_kind(TensorType type, F&& f) {
   }
 }
 
-// with_kind, and the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K): for the x86 levels that implement their
-// walk (AVX2, AVX-VNNI, AVX-512; the AMX level runs the AVX-512 kernel for them).
+// with_kind, the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K) and MXFP4: for the x86 levels that
+// implement them (AVX2, AVX-VNNI, AVX-512; the AMX level runs the AVX-512 kernel for them).
 template <class F>
 static inline void with_any_kind(TensorType type, F&& f) {
   if (type == TensorType::Q4_K) return f(std::integral_constant<Kind, Kind::Q4_K>{});
   if (type == TensorType::Q5_K) return f(std::integral_constant<Kind, Kind::Q5_K>{});
   if (type == TensorType::IQ4_XS) return f(std::integral_constant<Kind, Kind::IQ4_XS>{});
   if (type == TensorType::Q6_K) return f(std::integral_constant<Kind, Kind::Q6_K>{});
+  if (type == TensorType::MXFP4) return f(std::integral_constant<Kind, Kind::MXFP4>{});
   with_kind(type, f);
 }
 

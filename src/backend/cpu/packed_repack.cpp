@@ -13,6 +13,14 @@ namespace {
 constexpr size_t kScalesBytes = kPackRows * sizeof(fp16_t);  // one fp16 per row
 constexpr size_t kChunkBytes = kPackRows * 4;                // 4 bytes per row
 
+// MXFP4's scale 2^(e - 128) as an fp16, where it has one (e in 104..143: 2^-24 .. 2^15).
+bool mxfp4_scale_fp16(uint8_t e, fp16_t* out) {
+  const int k = int{e} - 128;
+  if (k < -24 || k > 15) return false;
+  *out = static_cast<fp16_t>(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));  // normal : subnormal
+  return true;
+}
+
 // The parts of one source block, whatever its type.
 struct SourceBlock {
   fp16_t d = 0, m = 0;
@@ -53,6 +61,12 @@ SourceBlock read_block(TensorType type, const uint8_t* p) {
     case TensorType::Q8_0: {
       const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
       s.d = b->d, s.qs = reinterpret_cast<const uint8_t*>(b->qs);
+      break;
+    }
+    case TensorType::MXFP4: {  // IQ4_NL's layout with MXFP4's table; the scale as an exact fp16
+      const auto* b = reinterpret_cast<const BlockMXFP4*>(p);
+      STRATA_CHECK(mxfp4_scale_fp16(b->e, &s.d), "MXFP4 scale exponent ", int{b->e}, " has no fp16 form");
+      s.qs = b->qs;
       break;
     }
     default:
@@ -223,10 +237,11 @@ bool packable_type(TensorType type) {
     case TensorType::Q8_0:
       return true;
 #if defined(__x86_64__)
-    case TensorType::Q4_K:  // the NEON levels have no super-block kernel
+    case TensorType::Q4_K:  // the NEON levels have no super-block or MXFP4 kernel
     case TensorType::Q5_K:
     case TensorType::IQ4_XS:
     case TensorType::Q6_K:
+    case TensorType::MXFP4:
       return true;
 #endif
     default:
@@ -237,6 +252,7 @@ bool packable_type(TensorType type) {
 size_t packed_block_bytes(TensorType type) {
   STRATA_CHECK(packable_type(type), "type ", type_name(type), " has no interleaved layout");
   size_t bytes = kPackRows * type_traits(type).block_bytes;  // the legacy kinds: 16 source blocks
+  if (type == TensorType::MXFP4) bytes = packed::kBlockBytes<packed::Kind::MXFP4>;  // fp16 scales
   if (is_super_type(type))
     packed::with_any_kind(type, [&](auto kind) { bytes = packed::kBlockBytes<decltype(kind)::value> / 8; });
   return bytes;
@@ -251,12 +267,26 @@ int packed_zero_point(TensorType type) {
     case TensorType::Q8_0:
     case TensorType::IQ4_NL:
     case TensorType::IQ4_XS:
+    case TensorType::MXFP4:
       return 128;
     case TensorType::Q6_K:
       return kPackedHalfSums;
     default:
       return 0;
   }
+}
+
+bool packable_data(TensorType type, const void* data, size_t row_stride, int64_t n_in, int64_t n_out) {
+  if (!packable_type(type)) return false;
+  if (type != TensorType::MXFP4) return true;
+  fp16_t d;
+  for (int64_t r = 0; r < n_out; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockMXFP4*>(static_cast<const uint8_t*>(data) +
+                                                             static_cast<size_t>(r) * row_stride);
+    for (int64_t b = 0; b < n_in / 32; ++b)
+      if (!mxfp4_scale_fp16(blocks[b].e, &d)) return false;
+  }
+  return true;
 }
 
 void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,

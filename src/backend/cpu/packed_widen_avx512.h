@@ -28,9 +28,9 @@ static inline void widen_chunk(const uint8_t* qs, int k, __m512i& lo, __m512i& h
   const __m512i p = _mm512_loadu_si512(qs + 64 * k);
   lo = _mm512_and_si512(p, m4);
   hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-  if constexpr (kIqLut<K>) {  // nibble -> kIq4nlValues + 128, per 128-bit lane
-    const __m512i table = _mm512_broadcast_i32x4(
-        _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(-128)));
+  if constexpr (kIqLut<K>) {  // nibble -> table value + 128, per 128-bit lane
+    const __m512i table = _mm512_broadcast_i32x4(_mm_add_epi8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut_values<K>())), _mm_set1_epi8(-128)));
     lo = _mm512_shuffle_epi8(table, lo);
     hi = _mm512_shuffle_epi8(table, hi);
   }
