@@ -11,6 +11,8 @@
 //    the integer accumulator's start value, as on AVX-512.
 //  - Q8_0 and IQ4_NL: signed weights up to 8 bits, so the sign trick (|w| * sign(a, w)) keeps
 //    the unsigned operand <= 128 and each chunk's int16 pairs (<= 32512) go to int32 at once.
+//  - MXFP4: the sign trick too, but its values are small (|w| <= 12), so as for Q4_0 a block's
+//    int16 pair sums add up before one vpmaddwd.
 // The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators,
 // one FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how
 // many tokens or rows share its call (batch invariance, kernels.h).
@@ -36,6 +38,10 @@ using namespace packed;
 
 template <Kind K>
 constexpr bool kSigned = K == Kind::Q8_0 || kIqLut<K>;  // sign trick, no zero point
+// Signed weights small enough (MXFP4: |w| <= 12, so |pair| <= 2 * 12 * 127 = 3048) that a block's
+// 8 groups add in int16 (24384 <= 32767) before one vpmaddwd.
+template <Kind K>
+constexpr bool kSmallSigned = K == Kind::MXFP4;
 // Tokens per register tile (8 rows): int16 + int32/float accumulators must fit beside the weights.
 template <Kind K>
 constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
@@ -100,7 +106,28 @@ constexpr int hi_group(int k) {
 template <Kind K, int NH, int NC>
 static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq) {
   const __m256i ones = _mm256_set1_epi16(1);
-  if constexpr (kSigned<K>) {
+  if constexpr (kSmallSigned<K>) {
+    __m256i s16[NH][NC];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        const Unpacked<K> u = unpack_pair<K>(qs, k, h0 + h);
+        const __m256i alo = _mm256_sign_epi8(u.lo, u.lo), ahi = _mm256_sign_epi8(u.hi, u.hi);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) {
+          const __m256i p = _mm256_add_epi16(
+              _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * k), u.lo)),
+              _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(aq + 32 * c + 16 + 4 * k), u.hi)));
+          s16[h][c] = k == 0 ? p : _mm256_add_epi16(s16[h][c], p);
+        }
+      }
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
+  } else if constexpr (kSigned<K>) {
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
 #pragma GCC unroll 2
