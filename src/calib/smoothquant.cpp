@@ -52,6 +52,9 @@ class SmoothedModelFile final : public ModelFile {
   void drop_tensor_pages(const TensorInfo& t) const override {
     if (!replaced_.count(t.name)) source_->drop_tensor_pages(t);
   }
+  void populate_tensor_pages(const TensorInfo& t) const override {
+    if (!replaced_.count(t.name)) source_->populate_tensor_pages(t);
+  }
 
  private:
   TensorInfo& mutable_tensor(const std::string& name) {

@@ -38,7 +38,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);
 }
 
-MappedFile::~MappedFile() { reset(); }
+MappedFile::~MappedFile() {
+  reset();
+}
 
 void MappedFile::drop_pages(const void* p, size_t n) const {
   const auto* b = static_cast<const uint8_t*>(p);
@@ -47,6 +49,23 @@ void MappedFile::drop_pages(const void* p, size_t n) const {
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) & ~(page - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + n) & ~(page - 1);
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void MappedFile::populate(const void* p, size_t n) const {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (!data_ || n == 0 || b < data_ || b + n > data_ + size_) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(b) & ~(page - 1);
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(b) + n;
+  if (::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
+  // Older kernels: touch a byte of every page.
+  volatile uint8_t sink = 0;
+  for (uintptr_t a = lo < reinterpret_cast<uintptr_t>(b) ? reinterpret_cast<uintptr_t>(b) : lo; a < hi;
+       a = (a + page) & ~(page - 1))
+    sink = static_cast<uint8_t>(sink + *reinterpret_cast<const volatile uint8_t*>(a));
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

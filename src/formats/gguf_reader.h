@@ -36,6 +36,7 @@ class GgufFile : public ModelFile {
   // Byte offset of the tensor data section in the file (TensorInfo::file_offset is relative to it).
   uint64_t data_offset() const { return data_offset_; }
   void drop_tensor_pages(const TensorInfo& t) const override { map_.drop_pages(t.data, t.nbytes); }
+  void populate_tensor_pages(const TensorInfo& t) const override { map_.populate(t.data, t.nbytes); }
 
  private:
   GgufFile() = default;

@@ -49,6 +49,9 @@ class ModelFile {
   // The tensor's data is no longer needed in memory (a backend made its own copy): mapped file
   // pages are released from the resident set; they are read back from the file if used again.
   virtual void drop_tensor_pages(const TensorInfo& t) const { (void)t; }
+  // The tensor's data will be read in place at random places (a lookup table): mapped file pages
+  // are mapped now rather than faulted in one by one.
+  virtual void populate_tensor_pages(const TensorInfo& t) const { (void)t; }
 
  protected:
   ModelFormat format_ = ModelFormat::Gguf;

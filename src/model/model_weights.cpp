@@ -216,6 +216,9 @@ void Model::bind_weights() {
   output_norm_ = b.vec("output_norm.weight", c.n_embd);
   output_ = f.find_tensor("output.weight") ? b.mat("output.weight", c.n_vocab, c.n_embd)
                                            : b.prepared(*token_embd_);  // tied embeddings
+  // Decode reads one embedding row per new token, in place: map the table now (after the tied
+  // output's copy may have dropped its pages) instead of faulting in a page per new token.
+  f.populate_tensor_pages(*token_embd_);
 }
 
 }  // namespace strata
