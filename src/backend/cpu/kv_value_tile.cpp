@@ -63,9 +63,10 @@ const KvValueTileKernels& kv_value_tile_kernels(IsaLevel isa) {
     case IsaLevel::Amx:  // AMX tiles serve the packed and W8A8 GEMMs only
     case IsaLevel::Avx512:
       return kv_value_tile_kernels_avx512();
-    case IsaLevel::AvxVnni:  // no integer V kernel yet: the driver dequantizes V
-    case IsaLevel::Avx2:
-      return kNone;
+    case IsaLevel::AvxVnni:
+      return kv_value_tile_kernels_avxvnni();
+    case IsaLevel::Avx2:  // no integer V kernel (kv_value_tile_avxvnni.cpp says why): the driver
+      return kNone;       // dequantizes V
 #endif
     case IsaLevel::Scalar:
     default:  // aarch64 levels: the float path (the scalar reference is for the tests)

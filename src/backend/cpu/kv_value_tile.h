@@ -3,8 +3,8 @@
 // quantized to unsigned 8 bits per (row, group of 32 columns), so that the sum over the tile's
 // tokens is u8 x s8 dot products of 4 tokens a lane (vpdpbusd) and the V bytes are never
 // converted to f32. One table per ISA level; kv_value_tile.cpp is the scalar reference the SIMD
-// version is tested against (tests/backend/test_kv_value_tile.cpp). Levels without an integer
-// kernel (AVX2, AVX-VNNI, aarch64) have a null entry: the driver dequantizes V there.
+// versions are tested against (tests/backend/test_kv_value_tile.cpp). Levels without an integer
+// kernel (AVX2, aarch64) have a null entry: the driver dequantizes V there.
 //
 // The 8-bit weights round each w[j] by at most 0.5 / 255 of the row's largest w in the tile and
 // group; the probabilities themselves are exp(x - running max) <= 1. The KLD this costs is in
@@ -38,8 +38,9 @@ struct KvValueTileKernels {
 // The table of `isa` (clamped to the CPU); accumulate_q8_0 may be null (see above).
 const KvValueTileKernels& kv_value_tile_kernels(IsaLevel isa);
 
-// Per-ISA tables (kv_value_tile.cpp, kv_value_tile_avx512.cpp).
+// Per-ISA tables (kv_value_tile.cpp, kv_value_tile_avxvnni.cpp, kv_value_tile_avx512.cpp).
 const KvValueTileKernels& kv_value_tile_kernels_scalar();
+const KvValueTileKernels& kv_value_tile_kernels_avxvnni();
 const KvValueTileKernels& kv_value_tile_kernels_avx512();
 
 }  // namespace strata::cpu
