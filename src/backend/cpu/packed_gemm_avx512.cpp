@@ -159,42 +159,42 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if constexpr (K == Kind::Q6_K) {
         q6k_sub_block<NC>(accf, w, j, aq, am, d_super);
-        continue;
-      }
-      const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-      __m512i acc[NC], acc2[NC];
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c)
-        acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
-      if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
-#pragma GCC unroll 16
-        for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
-        block_dots<K, NC>(acc, acc2, qs, aq);
-#pragma GCC unroll 16
-        for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
       } else {
-        block_dots<K, NC>(acc, acc, qs, aq);
-      }
-      __m512 dw, mw;
-      if constexpr (kKScaleMin<K>) {
-        dw = _mm512_mul_ps(d_super, u8x16_to_ps(w + kQ4kScOffset + 16 * j));
-        mw = _mm512_mul_ps(neg_dmin, u8x16_to_ps(w + kQ4kMOffset + 16 * j));
-      } else if constexpr (K == Kind::IQ4_XS) {
-        dw = _mm512_mul_ps(d_super, i8x16_to_ps(w + kIq4xsScOffset + 16 * j));
-      } else {
-        dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-        if constexpr (kHasMin<K>)
-          mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));
-      }
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c) {
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
-        accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
-      }
-      if constexpr (kHasMin<K>) {
+        const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+        __m512i acc[NC], acc2[NC];
 #pragma GCC unroll 16
         for (int c = 0; c < NC; ++c)
-          accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+          acc[c] = kHasMin<K> ? _mm512_setzero_si512() : _mm512_set1_epi32(am[c].extra);
+        if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
+#pragma GCC unroll 16
+          for (int c = 0; c < NC; ++c) acc2[c] = _mm512_setzero_si512();
+          block_dots<K, NC>(acc, acc2, qs, aq);
+#pragma GCC unroll 16
+          for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
+        } else {
+          block_dots<K, NC>(acc, acc, qs, aq);
+        }
+        __m512 dw, mw;
+        if constexpr (kKScaleMin<K>) {
+          dw = _mm512_mul_ps(d_super, u8x16_to_ps(w + kQ4kScOffset + 16 * j));
+          mw = _mm512_mul_ps(neg_dmin, u8x16_to_ps(w + kQ4kMOffset + 16 * j));
+        } else if constexpr (K == Kind::IQ4_XS) {
+          dw = _mm512_mul_ps(d_super, i8x16_to_ps(w + kIq4xsScOffset + 16 * j));
+        } else {
+          dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+          if constexpr (kHasMin<K>)
+            mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32)));
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) {
+          const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
+          accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+        }
+        if constexpr (kHasMin<K>) {
+#pragma GCC unroll 16
+          for (int c = 0; c < NC; ++c)
+            accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+        }
       }
     }
   }

@@ -149,39 +149,39 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if constexpr (K == Kind::Q6_K) {
         q6k_sub_block<NH, NC>(accf, w, j, aq, am);
-        continue;
-      }
-      const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-      __m256i acc[NH][NC];
+      } else {
+        const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+        __m256i acc[NH][NC];
 #pragma GCC unroll 2
-      for (int h = 0; h < NH; ++h) {
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c)
-          acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-        if constexpr (kSplit) {
-          __m256i acc2[NC];
-#pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
-          block_dots<K, NC>(acc[h], acc2, qs, h, aq);
-#pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
-        } else {
-          block_dots<K, NC>(acc[h], acc[h], qs, h, aq);
-        }
-      }
-#pragma GCC unroll 2
-      for (int h = 0; h < NH; ++h) {
-        const __m256 dw = scale_of<K>(w, j, h);
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) {
-          const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-          accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
-        }
-        if constexpr (kHasMin<K>) {
-          const __m256 mw = min_of<K>(w, j, h);
+        for (int h = 0; h < NH; ++h) {
 #pragma GCC unroll 4
           for (int c = 0; c < NC; ++c)
-            accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+            acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+          if constexpr (kSplit) {
+            __m256i acc2[NC];
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
+            block_dots<K, NC>(acc[h], acc2, qs, h, aq);
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
+          } else {
+            block_dots<K, NC>(acc[h], acc[h], qs, h, aq);
+          }
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; ++h) {
+          const __m256 dw = scale_of<K>(w, j, h);
+#pragma GCC unroll 4
+          for (int c = 0; c < NC; ++c) {
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+            accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
+          }
+          if constexpr (kHasMin<K>) {
+            const __m256 mw = min_of<K>(w, j, h);
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c)
+              accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+          }
         }
       }
     }
