@@ -1,6 +1,5 @@
 // The few-token GEMM of F16 weights: a verification step of speculative decoding (2..16 tokens)
-// streams every weight row once and applies it to all of the step's activation rows. Where a
-// level has prefill_gemm (AVX2), prefills run on the same widened activations too.
+// streams every weight row once and applies it to all of the step's activation rows.
 //
 // Why a path of its own: the F16 register tile (dot_f16_*.cpp) converts both the weight and the
 // activation halves to float in the inner loop. At 4 tokens per tile half of the vector ALU
