@@ -30,13 +30,6 @@ struct FewTokenF16Kernels {
   void (*gemm)(int64_t n, int nr, int nc, const void* w, size_t w_stride, const float* a, size_t a_stride,
                float* out, size_t out_stride) = nullptr;
   int tile_rows = 1;  // rows the driver hands out together (a work item is a multiple)
-  // Where the level's prefill (more than kFewTokensMax tokens) also runs on widened activations:
-  // gemm's contract with a tile shaped for cache-resident rows, prefill_tile_rows rows a unit.
-  // Null where the F16 tile's prefill is faster (AVX-512: its 4 x 4 tile converts both sides and
-  // still ran 5-8% ahead of the widened 4 x 6 one in a whole-model prefill on Zen 5).
-  void (*prefill_gemm)(int64_t n, int nr, int nc, const void* w, size_t w_stride, const float* a,
-                       size_t a_stride, float* out, size_t out_stride) = nullptr;
-  int prefill_tile_rows = 1;
 };
 
 // The kernels of the level the F16 tile resolves to, or nullptr where that level has none (the

@@ -16,11 +16,6 @@ namespace {
 // 2 weight rows x 6 tokens: 12 accumulators + 2 widened weight vectors of the 16 registers; one
 // conversion per 6 FMAs (the F16 tile spends one per 1.3).
 constexpr int kTileRows = 2, kTileCols = 6;
-// Prefill: 3 rows x 4 tokens, 12 accumulators + 3 weight vectors + the activation load. Its rows
-// come from L2 (the driver's chunks) and its 4 activation rows stay in L1, where 2 x 6's 6 rows
-// of activations do not: whole-model pp128 of the 1.1B shape on Zen 5 ran at 88-92 t/s against
-// 71-73 for 2 x 6 and 82-84 for the F16 tile's 4 x 2. (4 x 3 spills an accumulator with g++ 12.)
-constexpr int kPrefillRows = 3, kPrefillCols = 4;
 
 float half_at(const uint8_t* p, int64_t i) {
   fp16_t h;
@@ -74,12 +69,7 @@ void gemm(int64_t n, int nr, int nc, const void* w, size_t ws, const float* a, s
   dispatch_tile<Tile, kTileRows, kTileCols>(n, nr, nc, w, ws, a, as * sizeof(float), out, os);
 }
 
-void prefill_gemm(int64_t n, int nr, int nc, const void* w, size_t ws, const float* a, size_t as, float* out,
-                  size_t os) {
-  dispatch_tile<Tile, kPrefillRows, kPrefillCols>(n, nr, nc, w, ws, a, as * sizeof(float), out, os);
-}
-
-constexpr FewTokenF16Kernels kKernels{widen, gemm, kTileRows, prefill_gemm, kPrefillRows};
+constexpr FewTokenF16Kernels kKernels{widen, gemm, kTileRows};
 
 }  // namespace
 

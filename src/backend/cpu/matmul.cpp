@@ -250,18 +250,11 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   });
 }
 
-// F16 weights, 2 or more tokens: the activations are rounded to half precision and widened to
-// float once, then a tile multiplies the widened weights with them straight from memory
-// (few_token_f16.h). Up to kFewTokensMax tokens (a speculative verification step) every weight
-// row tile is streamed once, in decode's guided chunks, against all the tokens (few.gemm); more
-// (prefill, few.prefill_gemm) go in token tiles of kWidenedTileTokens over L2-sized chunks of
-// rows, as matmul_rows.
-constexpr int64_t kWidenedTileTokens = 12;
-void matmul_widened_f16(ThreadPool& pool, const PackedMatrix& w, const FewTokenF16Kernels& few,
-                        const float* x, float* y, int64_t n_tokens) {
-  const bool prefill = n_tokens > kFewTokensMax;
-  const auto gemm = prefill ? few.prefill_gemm : few.gemm;
-  STRATA_CHECK(gemm != nullptr);
+// F16 weights, 2..kFewTokensMax tokens (a speculative verification step): the activations are
+// rounded to half precision and widened to float once, then every weight row tile is streamed
+// once, in decode's guided chunks, against all the tokens (few_token_f16.h).
+void matmul_few_f16(ThreadPool& pool, const PackedMatrix& w, const FewTokenF16Kernels& few, const float* x,
+                    float* y, int64_t n_tokens) {
   const TypeKernels& k = type_kernels(w.type());
   const int64_t n_in = w.n_in(), n_out = w.n_out();
   const size_t half_bytes = row_bytes(TensorType::F16, n_in) * static_cast<size_t>(n_tokens);
@@ -269,11 +262,10 @@ void matmul_widened_f16(ThreadPool& pool, const PackedMatrix& w, const FewTokenF
   uint8_t* half = buf;                                                      // [n_tokens, n_in] F16
   auto* act = reinterpret_cast<float*>(buf + (half_bytes + 63) / 64 * 64);  // [n_tokens, n_in]
 
-  const int tr = prefill ? few.prefill_tile_rows : few.tile_rows;
-  const int64_t tc = prefill ? kWidenedTileTokens : n_tokens;
-  const int64_t n_row_tiles = ceil_div(n_out, tr), n_col_tiles = ceil_div(n_tokens, tc);
+  const int tr = few.tile_rows;
+  const int64_t n_row_tiles = ceil_div(n_out, tr);
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
-  const WorkGrid grid = make_grid(n_row_tiles, w.row_stride() * tr, n_col_tiles, serial ? 1 : pool.size());
+  const WorkGrid grid = make_grid(n_row_tiles, w.row_stride() * tr, 1, serial ? 1 : pool.size());
   std::atomic<int64_t> next{0};
   SpinBarrier barrier(serial ? 1 : pool.size());
 
@@ -290,19 +282,13 @@ void matmul_widened_f16(ThreadPool& pool, const PackedMatrix& w, const FewTokenF
     }
     barrier.arrive_and_wait();
     for_each_item(next, grid.n_items(), [&](int64_t item) {
-      // Token tiles outer: a chunk of rows stays in cache while its panel's tokens pass over it
-      // (one tile when few tokens: each row tile stays in L1 while every token passes over it).
+      // One row tile at a time: its rows stay in L1 while every token passes over them.
       const auto [rt0, rt1] = grid.chunk(item);
-      const auto [ct0, ct1] = grid.panel(item);
-      for (int64_t ct = ct0; ct < ct1; ++ct) {
-        const int64_t c0 = ct * tc;
-        const int nc = static_cast<int>(std::min<int64_t>(tc, n_tokens - c0));
-        for (int64_t rt = rt0; rt < rt1; ++rt) {
-          const int64_t r0 = rt * tr;
-          const int nr = static_cast<int>(std::min<int64_t>(tr, n_out - r0));
-          gemm(n_in, nr, nc, w.data() + r0 * w.row_stride(), w.row_stride(), act + c0 * n_in,
-               static_cast<size_t>(n_in), y + c0 * n_out + r0, static_cast<size_t>(n_out));
-        }
+      for (int64_t rt = rt0; rt < rt1; ++rt) {
+        const int64_t r0 = rt * tr;
+        const int nr = static_cast<int>(std::min<int64_t>(tr, n_out - r0));
+        few.gemm(n_in, nr, static_cast<int>(n_tokens), w.data() + r0 * w.row_stride(), w.row_stride(), act,
+                 static_cast<size_t>(n_in), y + r0, static_cast<size_t>(n_out));
       }
     });
   });
@@ -399,10 +385,9 @@ void matmul(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, i
     matmul_interleaved(pool, w, x, y, n_tokens);
     return;
   }
-  if (w.type() == TensorType::F16 && n_tokens >= 2) {
-    const FewTokenF16Kernels* few = few_token_f16_kernels(isa_level());
-    if (few && (n_tokens <= kFewTokensMax || few->prefill_gemm)) {
-      matmul_widened_f16(pool, w, *few, x, y, n_tokens);
+  if (w.type() == TensorType::F16 && n_tokens >= 2 && n_tokens <= kFewTokensMax) {
+    if (const FewTokenF16Kernels* few = few_token_f16_kernels(isa_level())) {
+      matmul_few_f16(pool, w, *few, x, y, n_tokens);
       return;
     }
   }
