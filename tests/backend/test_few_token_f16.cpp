@@ -92,13 +92,14 @@ TEST_P(FewTokenF16, MatchesTheF16TileBitwiseAndAFloat64Reference) {
   }
 }
 
-// Through matmul(): every token count of the few-token range gives each token's decode result.
-TEST_P(FewTokenF16, MatmulOfEveryFewTokenCountEqualsDecodeBitwise) {
+// Through matmul(): every token count of the few-token range, and prefills past it (the F16
+// tile's path, partial token tiles), give each token's decode result.
+TEST_P(FewTokenF16, MatmulOfEveryTokenCountEqualsDecodeBitwise) {
   const IsaLevel isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not on this CPU";
   const IsaLevel saved = isa_level();
   set_isa_level(isa);
-  const int64_t n_in = 96 + 5, n_out = 70, n_tok = kFewTokensMax + 1;
+  const int64_t n_in = 96 + 5, n_out = 70, n_tok = 3 * kFewTokensMax + 5;
   std::mt19937 gen(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<fp16_t> w(static_cast<size_t>(n_in * n_out));
