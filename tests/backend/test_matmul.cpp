@@ -212,7 +212,7 @@ TEST(MatmulPack, InterleavedSuperBlockCopySize) {
 }
 
 // MXFP4's E8M0 scales become exact fp16s: 288 bytes per 16 blocks (the source's 272). A scale
-// beyond fp16's range (2^-24 .. 2^15) keeps the matrix in rows, multiplied as the source says; an
+// beyond fp16's range (2^-24 .. 2^15) keeps the matrix in rows (the row kernels multiply it); an
 // explicit interleaved request for it is an error.
 TEST(MatmulPack, Mxfp4InterleavesOnlyScalesThatFp16Holds) {
   const int64_t n_in = 96, n_out = 20;

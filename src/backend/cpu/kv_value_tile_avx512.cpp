@@ -16,7 +16,7 @@
 namespace strata::cpu {
 namespace {
 
-constexpr int kRows = 8;
+constexpr int kRows = kValueTileRows;
 
 inline __mmask16 first_lanes(int n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
@@ -96,17 +96,8 @@ bool accumulate_q8_0(float* const* acc, int n_rows, const float* p, int bs, cons
   const int n_groups = (hd_v + 31) / 32;
   alignas(64) float d[kMaxValueGroups * 32];
   if (!load_scales(v, row_bytes, n_groups, bs, first, std::min(last, bs - 1), d)) return false;
-  alignas(64) uint8_t u[kRows][kMaxValueGroups * 32];  // rows past n_rows weigh 0
-  float su[kRows][kMaxValueGroups];
-  for (int r = 0; r < kRows; ++r)
-    for (int g = 0; g < n_groups; ++g) {
-      if (r < n_rows) {
-        su[r][g] = quantize_weights(p + r * bs, d + g * 32, bs, u[r] + g * 32);
-      } else {
-        su[r][g] = 0.0f;
-        std::memset(u[r] + g * 32, 0, 32);
-      }
-    }
+  ValueTileWeights tw;
+  quantize_tile_weights(quantize_weights, n_rows, p, bs, d, n_groups, tw);
   const int j_begin = first / 4 * 4;
   for (int g = 0; g < n_groups; ++g)
     for (int h = 0; h < 2 && 32 * g + 16 * h < hd_v; ++h) {
@@ -119,14 +110,14 @@ bool accumulate_q8_0(float* const* acc, int n_rows, const float* p, int bs, cons
         const __m512i vq = value_quad(v, row_bytes, g, h, j0, bs);
 #pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r)
-          dot[r] = _mm512_dpbusd_epi32(dot[r], broadcast4(u[r] + g * 32 + j0), vq);
+          dot[r] = _mm512_dpbusd_epi32(dot[r], broadcast4(tw.u[r] + g * 32 + j0), vq);
       }
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r)  // constant trip count: dot[] stays in registers
         if (r < n_rows) {
           const __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, acc[r] + c0), _mm512_set1_ps(corr[r]));
           _mm512_mask_storeu_ps(acc[r] + c0, cols,
-                                _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), _mm512_set1_ps(su[r][g]), a));
+                                _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), _mm512_set1_ps(tw.su[r][g]), a));
         }
     }
   return true;

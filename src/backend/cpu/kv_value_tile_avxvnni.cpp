@@ -14,22 +14,16 @@
 #include <cmath>
 
 #include "backend/cpu/kv_value_tile_impl.h"
+#include "backend/cpu/simd_avx2.h"
 
 namespace strata::cpu {
 namespace {
 
-constexpr int kRows = 8;
+constexpr int kRows = kValueTileRows;
 
 // Lanes [0, n) of a maskload / maskstore mask.
 inline __m256i first_lanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-inline float hmax8(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
 }
 
 // u: [32] u8 weights of one row and group (as the scalar reference rounds them); returns su.
@@ -41,7 +35,7 @@ float quantize_weights(const float* pr, const float* dg, int bs, uint8_t* u) {
     w[k] = _mm256_mul_ps(p, _mm256_load_ps(dg + 8 * k));
     wmax = _mm256_max_ps(wmax, w[k]);
   }
-  const float m = hmax8(wmax);
+  const float m = hmax_f32x8(wmax);
   if (!(m >= kMinWeight)) {
     std::memset(u, 0, 32);
     return 0.0f;
@@ -66,12 +60,6 @@ inline __m256i value_quad(const uint8_t* v, size_t row_bytes, int g, int h, int 
                           : _mm_setzero_si128();
   const __m128i r01 = _mm_unpacklo_epi8(rows[0], rows[1]), r23 = _mm_unpacklo_epi8(rows[2], rows[3]);
   return _mm256_set_m128i(_mm_unpackhi_epi16(r01, r23), _mm_unpacklo_epi16(r01, r23));
-}
-
-inline __m256i broadcast4(const uint8_t* p) {
-  int32_t x;
-  std::memcpy(&x, p, 4);
-  return _mm256_set1_epi32(x);
 }
 
 // load_value_scales (kv_value_tile_impl.h) in vectors: the fp16 scales gathered with scalar
@@ -109,17 +97,8 @@ bool accumulate_q8_0(float* const* acc, int n_rows, const float* p, int bs, cons
   const int n_groups = (hd_v + 31) / 32;
   alignas(32) float d[kMaxValueGroups * 32];
   if (!load_scales(v, row_bytes, n_groups, bs, first, std::min(last, bs - 1), d)) return false;
-  alignas(32) uint8_t u[kRows][kMaxValueGroups * 32];  // rows past n_rows weigh 0
-  float su[kRows][kMaxValueGroups];
-  for (int r = 0; r < kRows; ++r)
-    for (int g = 0; g < n_groups; ++g) {
-      if (r < n_rows) {
-        su[r][g] = quantize_weights(p + r * bs, d + g * 32, bs, u[r] + g * 32);
-      } else {
-        su[r][g] = 0.0f;
-        std::memset(u[r] + g * 32, 0, 32);
-      }
-    }
+  ValueTileWeights tw;
+  quantize_tile_weights(quantize_weights, n_rows, p, bs, d, n_groups, tw);
   const int j_begin = first / 4 * 4;
   for (int g = 0; g < n_groups; ++g)
     for (int h = 0; h < 4 && 32 * g + 8 * h < hd_v; ++h) {
@@ -132,14 +111,15 @@ bool accumulate_q8_0(float* const* acc, int n_rows, const float* p, int bs, cons
         const __m256i vq = value_quad(v, row_bytes, g, h, j0, bs);
 #pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r)
-          dot[r] = _mm256_dpbusd_avx_epi32(dot[r], broadcast4(u[r] + g * 32 + j0), vq);
+          dot[r] = _mm256_dpbusd_avx_epi32(
+              dot[r], broadcast_i32(reinterpret_cast<const int8_t*>(tw.u[r] + g * 32 + j0)), vq);
       }
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r)  // constant trip count: dot[] stays in registers
         if (r < n_rows) {
           const __m256 a = _mm256_mul_ps(_mm256_maskload_ps(acc[r] + c0, cols), _mm256_set1_ps(corr[r]));
           _mm256_maskstore_ps(acc[r] + c0, cols,
-                              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_set1_ps(su[r][g]), a));
+                              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_set1_ps(tw.su[r][g]), a));
         }
     }
   return true;

@@ -36,5 +36,28 @@ inline bool load_value_scales(const uint8_t* v, size_t row_bytes, int n_groups, 
   return true;
 }
 
+// The u8 weights of a tile's query rows (8 at most) for every group, as the SIMD kernels use them:
+// u[r] and su[r] from quantize(p + r * bs, d + 32 g, bs, u[r] + 32 g) (the level's rounding of
+// the scalar reference's) for r < n_rows; the rows past n_rows weigh 0.
+constexpr int kValueTileRows = 8;
+struct ValueTileWeights {
+  alignas(64) uint8_t u[kValueTileRows][kMaxValueGroups * 32];
+  float su[kValueTileRows][kMaxValueGroups];
+};
+
+template <class Quantize>
+inline void quantize_tile_weights(Quantize quantize, int n_rows, const float* p, int bs, const float* d,
+                                  int n_groups, ValueTileWeights& w) {
+  for (int r = 0; r < kValueTileRows; ++r)
+    for (int g = 0; g < n_groups; ++g) {
+      if (r < n_rows) {
+        w.su[r][g] = quantize(p + r * bs, d + g * 32, bs, w.u[r] + g * 32);
+      } else {
+        w.su[r][g] = 0.0f;
+        std::memset(w.u[r] + g * 32, 0, 32);
+      }
+    }
+}
+
 }  // namespace
 }  // namespace strata::cpu

@@ -318,7 +318,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   if (layout == PackLayout::Interleaved && !packable)
     STRATA_THROW("weight type ", type_name(type), " has no interleaved layout");
   const size_t row_stride = row_bytes(type, n_in);
-  const bool data_packable = packable && packable_data(type, data, row_stride, n_in, n_out);
+  // Only where a repack may follow: the scan reads every block of a matrix that Rows uses in place.
+  const bool data_packable =
+      packable && layout != PackLayout::Rows && packable_data(type, data, row_stride, n_in, n_out);
   if (layout == PackLayout::Interleaved && !data_packable)
     STRATA_THROW("this ", type_name(type), " matrix has scales the interleaved layout cannot hold");
   // Auto: the interleaved copy where a SIMD level has kernels for it (every level but scalar),

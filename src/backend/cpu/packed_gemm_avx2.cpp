@@ -106,28 +106,8 @@ constexpr int hi_group(int k) {
 template <Kind K, int NH, int NC>
 static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq) {
   const __m256i ones = _mm256_set1_epi16(1);
-  if constexpr (kSmallSigned<K>) {
-    __m256i s16[NH][NC];
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-#pragma GCC unroll 2
-      for (int h = 0; h < NH; ++h) {
-        const Unpacked<K> u = unpack_pair<K>(qs, k, h0 + h);
-        const __m256i alo = _mm256_sign_epi8(u.lo, u.lo), ahi = _mm256_sign_epi8(u.hi, u.hi);
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) {
-          const __m256i p = _mm256_add_epi16(
-              _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * k), u.lo)),
-              _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(aq + 32 * c + 16 + 4 * k), u.hi)));
-          s16[h][c] = k == 0 ? p : _mm256_add_epi16(s16[h][c], p);
-        }
-      }
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c)
-        acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
-  } else if constexpr (kSigned<K>) {
+  if constexpr (kSigned<K>) {
+    [[maybe_unused]] __m256i s16[NH][NC];  // kSmallSigned: the block's pair sums in int16
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
 #pragma GCC unroll 2
@@ -140,10 +120,22 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
               _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * lo_group<K>(k)), u.lo));
           const __m256i phi =
               _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * hi_group<K>(k)), u.hi));
-          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(plo, ones));
-          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(phi, ones));
+          if constexpr (kSmallSigned<K>) {
+            const __m256i p = _mm256_add_epi16(plo, phi);
+            s16[h][c] = k == 0 ? p : _mm256_add_epi16(s16[h][c], p);
+          } else {
+            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(plo, ones));
+            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(phi, ones));
+          }
         }
       }
+    if constexpr (kSmallSigned<K>) {
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c)
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
+    }
   } else {
     // Chunks summed in int16 between flushes: all 4 pairs (8 groups) for 4-bit, 2 pairs for 5-bit.
     constexpr int kPairsPerFlush = kHasQh<K> ? 2 : 4;
