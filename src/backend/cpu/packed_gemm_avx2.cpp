@@ -9,13 +9,15 @@
 //    = 3810, so all 8 chunks of a Q4 block fit (30480 <= 32767); 5-bit ones (<= 7874) are
 //    flushed every 4 chunks. The zero point is removed by the activation's bias (-zp * sum(a)),
 //    the integer accumulator's start value, as on AVX-512.
-//  - Q8_0 and IQ4_NL: signed weights up to 8 bits, so the sign trick (|w| * sign(a, w)) keeps
-//    the unsigned operand <= 128 and each chunk's int16 pairs (<= 32512) go to int32 at once.
+//  - Q8_0, IQ4_NL and IQ4_XS: signed weights up to 8 bits, so the sign trick (|w| * sign(a, w),
+//    or |a| * sign(w, a) in decode) keeps the unsigned operand <= 128 and each chunk's int16
+//    pairs (<= 32512) go to int32 at once.
 //  - MXFP4: the sign trick too, but its values are small (|w| <= 12), so as for Q4_0 a block's
 //    int16 pair sums add up before one vpmaddwd.
-// The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators,
-// one FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how
-// many tokens or rows share its call (batch invariance, kernels.h).
+// IQ4_XS, Q4_K and Q5_K multiply by their integer sub-block scale in the vpmaddwd (kIntScales).
+// The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators, one
+// FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how many
+// tokens or rows share its call (batch invariance, kernels.h).
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
@@ -45,7 +47,10 @@ constexpr bool kSmallSigned = K == Kind::MXFP4;
 // Tokens per register tile (8 rows): int16 + int32/float accumulators must fit beside the weights.
 template <Kind K>
 constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
-constexpr int kPrefetchBytes = 1024;  // decode: how far ahead of the current block to prefetch
+// Decode: how far ahead of the current block to prefetch. As on AVX-512: 1 KiB ahead left the
+// stream short on Zen 5 (2 threads, one 65536 x 2048 GEMV: Q4_K 44 -> 52 GB/s, Q4_0 44-46 -> 52-53,
+// IQ4_XS 35-37 -> 39-40 at 4 KiB; 8 KiB no better).
+constexpr int kPrefetchBytes = 4096;
 
 static inline __m256i bcast4(const int8_t* p) {
   int32_t v;
@@ -91,6 +96,33 @@ static inline Unpacked<K> unpack_pair(const uint8_t* qs, int k, int h) {
   return u;
 }
 
+// Kinds whose integer sub-block scale goes into the integer sums (vpmaddwd by the scale instead
+// of by 1), leaving one float scale per super-block row, d: IQ4_XS (sc - 32, signed) and Q4_K /
+// Q5_K (sc, 0..63). The sums stay exact in int32 and in their float conversion (< 2^24: IQ4_XS
+// 32 * 127 * 127 * 32; Q4_K 32 * 15 * 127 * 63; Q5_K 32 * 31 * 127 * 63).
+template <Kind K>
+constexpr bool kIntScales = K == Kind::IQ4_XS || kKScaleMin<K>;
+
+// Sub-block j's scales of half h (8 rows) as vpmaddwd factors: row r's in int16 lanes 2r and
+// 2r + 1, the pair sums of its two 2-element halves of a 4-element group.
+template <Kind K>
+static inline __m256i pair_scales(const uint8_t* w, int j, int h) {
+  constexpr size_t kOffset = K == Kind::IQ4_XS ? kIq4xsScOffset : kQ4kScOffset;
+  const __m256i sc = _mm256_broadcastq_epi64(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kOffset + 16 * j + 8 * h)));
+  if constexpr (K == Kind::IQ4_XS) {
+    // Byte r into the high byte of lanes 2r, 2r + 1 (rows 0..3 in the low 128 bits, 4..7 in the
+    // high), then an arithmetic shift sign-extends it.
+    const __m256i to_high = _mm256_setr_epi8(-1, 0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3,  //
+                                             -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7);
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(sc, to_high), 8);
+  } else {  // unsigned: byte r into the low byte, the high one zero
+    const __m256i to_low = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,  //
+                                            4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    return _mm256_shuffle_epi8(sc, to_low);
+  }
+}
+
 // Activation group offsets of the two halves of Unpacked pair k.
 template <Kind K>
 constexpr int lo_group(int k) {
@@ -101,40 +133,65 @@ constexpr int hi_group(int k) {
   return K == Kind::Q8_0 ? 2 * k + 1 : k + 4;
 }
 
+// The exact signed products of one 4-element group pair: vpmaddubsw needs an unsigned operand,
+// so one side gives its magnitude and the other takes its signs. One token (decode): |a| once for
+// every row half, then one vpsignb per 32 weights (|w| <= 127 in the table kinds, so sign(w, a)
+// cannot wrap); several tokens: |w| once for all of them, then sign(a, w) per token (Q8_0's -128
+// needs this side: |-128| is 128 only as an unsigned byte).
+template <Kind K, int NC>
+constexpr bool kActMagnitude = NC == 1 && kIqLut<K>;
+
 // The exact integer dot products of one block for NH halves x NC tokens, added to acc (which
-// starts at the bias or zero). aq: token 0's 32 quants of this block, tokens 32 bytes apart.
+// starts at the bias or zero); mul[h]: the int16 factor of each row's pair sums (ones, or the
+// sub-block scales of kIntScales). aq: token 0's 32 quants of this block, tokens 32 bytes apart.
 template <Kind K, int NH, int NC>
-static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq) {
-  const __m256i ones = _mm256_set1_epi16(1);
+static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq,
+                              const __m256i (&mul)[NH]) {
   if constexpr (kSigned<K>) {
     [[maybe_unused]] __m256i s16[NH][NC];  // kSmallSigned: the block's pair sums in int16
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 4; ++k) {
+      [[maybe_unused]] __m256i blo, bhi, mlo, mhi;  // kActMagnitude: the token's a and |a|
+      if constexpr (kActMagnitude<K, NC>) {
+        blo = bcast4(aq + 4 * lo_group<K>(k));
+        bhi = bcast4(aq + 4 * hi_group<K>(k));
+        mlo = _mm256_abs_epi8(blo);
+        mhi = _mm256_abs_epi8(bhi);
+      }
 #pragma GCC unroll 2
       for (int h = 0; h < NH; ++h) {
         const Unpacked<K> u = unpack_pair<K>(qs, k, h0 + h);
-        const __m256i alo = _mm256_sign_epi8(u.lo, u.lo), ahi = _mm256_sign_epi8(u.hi, u.hi);
+        [[maybe_unused]] __m256i wlo, whi;  // otherwise: |w|
+        if constexpr (!kActMagnitude<K, NC>) {
+          wlo = _mm256_sign_epi8(u.lo, u.lo);
+          whi = _mm256_sign_epi8(u.hi, u.hi);
+        }
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
-          const __m256i plo =
-              _mm256_maddubs_epi16(alo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * lo_group<K>(k)), u.lo));
-          const __m256i phi =
-              _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * hi_group<K>(k)), u.hi));
+          __m256i plo, phi;
+          if constexpr (kActMagnitude<K, NC>) {
+            plo = _mm256_maddubs_epi16(mlo, _mm256_sign_epi8(u.lo, blo));
+            phi = _mm256_maddubs_epi16(mhi, _mm256_sign_epi8(u.hi, bhi));
+          } else {
+            plo = _mm256_maddubs_epi16(wlo, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * lo_group<K>(k)), u.lo));
+            phi = _mm256_maddubs_epi16(whi, _mm256_sign_epi8(bcast4(aq + 32 * c + 4 * hi_group<K>(k)), u.hi));
+          }
           if constexpr (kSmallSigned<K>) {
             const __m256i p = _mm256_add_epi16(plo, phi);
             s16[h][c] = k == 0 ? p : _mm256_add_epi16(s16[h][c], p);
           } else {
-            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(plo, ones));
-            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(phi, ones));
+            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(plo, mul[h]));
+            acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(phi, mul[h]));
           }
         }
       }
+    }
     if constexpr (kSmallSigned<K>) {
 #pragma GCC unroll 2
       for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c)
-          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], mul[h]));
     }
   } else {
     // Chunks summed in int16 between flushes: all 4 pairs (8 groups) for 4-bit, 2 pairs for 5-bit.
@@ -158,7 +215,7 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
       for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c)
-          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], ones));
+          acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_madd_epi16(s16[h][c], mul[h]));
     }
   }
 }
@@ -211,28 +268,50 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
+    [[maybe_unused]] __m256 d_sup[NH], dmin_sup[NH];  // kIntScales: the rows' d (and -dmin)
+    if constexpr (kIntScales<K>) {
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        d_sup[h] = half_to_ps(w + 16 * (h0 + h));
+        if constexpr (kKScaleMin<K>)
+          dmin_sup[h] = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * (h0 + h)));
+      }
+    }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if constexpr (K == Kind::Q6_K) {
         q6k_sub_block<NH, NC>(accf, w, j, h0, aq, am);
       } else {
         const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-        __m256i acc[NH][NC];
+        __m256i acc[NH][NC], mul[NH];
 #pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h)
+        for (int h = 0; h < NH; ++h) {
+          if constexpr (kIntScales<K>)
+            mul[h] = pair_scales<K>(w, j, h0 + h);
+          else
+            mul[h] = _mm256_set1_epi16(1);
 #pragma GCC unroll 4
           for (int c = 0; c < NC; ++c)
             acc[h][c] = kHasMin<K> || kSigned<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-        block_sums<K, NH, NC>(acc, qs, h0, aq);
+        }
+        block_sums<K, NH, NC>(acc, qs, h0, aq, mul);
 #pragma GCC unroll 2
         for (int h = 0; h < NH; ++h) {
-          const __m256 dw = scale_of<K>(w, j, (h0 + h));
+          __m256 dw;
+          if constexpr (kIntScales<K>)
+            dw = d_sup[h];  // the sub-block's scale is in the integer sums
+          else
+            dw = scale_of<K>(w, j, h0 + h);
 #pragma GCC unroll 4
           for (int c = 0; c < NC; ++c) {
             const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
             accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
           }
           if constexpr (kHasMin<K>) {
-            const __m256 mw = min_of<K>(w, j, (h0 + h));
+            __m256 mw;
+            if constexpr (kKScaleMin<K>)
+              mw = _mm256_mul_ps(dmin_sup[h], u8x8_to_ps(w + kQ4kMOffset + 16 * j + 8 * (h0 + h)));
+            else
+              mw = min_of<K>(w, j, h0 + h);
 #pragma GCC unroll 4
             for (int c = 0; c < NC; ++c)
               accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
