@@ -48,8 +48,8 @@ constexpr bool kSmallSigned = K == Kind::MXFP4;
 template <Kind K>
 constexpr int kTileTokens = kHasQh<K> ? 3 : 4;
 // Decode: how far ahead of the current block to prefetch. As on AVX-512: 1 KiB ahead left the
-// stream short on Zen 5 (2 threads, one 65536 x 2048 GEMV: Q4_K 44 -> 52 GB/s, Q4_0 44-46 -> 52-53,
-// IQ4_XS 35-37 -> 39-40 at 4 KiB; 8 KiB no better).
+// stream short on Zen 5 (2 threads, one 65536 x 2048 GEMV, GB/s at 1 -> 4 KiB: Q4_K 43-44 -> 52-53,
+// Q4_0 42-44 -> 52-53, IQ4_XS 35-37 -> 38-42; 8 KiB slower in 5 of 6 rounds; BENCHMARKS.md).
 constexpr int kPrefetchBytes = 4096;
 
 static inline __m256i bcast4(const int8_t* p) {

@@ -29,7 +29,7 @@ namespace {
 using namespace packed;
 
 constexpr int kTileTokens = 3;
-constexpr int kPrefetchBytes = 4096;  // as packed_gemm_avx2.cpp's (1 KiB: 7-21% slower on Zen 5)
+constexpr int kPrefetchBytes = 4096;  // as packed_gemm_avx2.cpp's (1 KiB: 7-31% slower on Zen 5)
 
 static inline __m256i bcast4(const int8_t* p) {
   int32_t v;
