@@ -116,11 +116,6 @@ std::vector<TensorType> block_types() {
   return out;
 }
 
-// MXFP4 has no AMX tile kernel: the AMX level runs the AVX-512 one for it.
-bool has_amx_tiles(TensorType t) {
-  return t != TensorType::MXFP4;
-}
-
 INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed, ::testing::ValuesIn(block_types()),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
@@ -197,6 +192,12 @@ INSTANTIATE_TEST_SUITE_P(Levels, PackedLevel, ::testing::ValuesIn(level_cases())
                            return std::string(type_name(info.param.type)) + "_" + isa_name(info.param.isa);
                          });
 
+#if defined(__x86_64__)  // the AMX tile kernels exist only in x86 builds
+// MXFP4 has no AMX tile kernel: the AMX level runs the AVX-512 one for it.
+bool has_amx_tiles(TensorType t) {
+  return t != TensorType::MXFP4;
+}
+
 // The AMX kernel does the AVX-512 kernel's float work on exact integer tile sums: every output has
 // the same bits, for every token and row count.
 TEST_P(Packed, AmxIsBitIdenticalToAvx512) {
@@ -245,6 +246,7 @@ TEST_P(Packed, AmxStaysCorrectWhenW8A8KernelsRunOnTheSameThread) {
     ASSERT_EQ(std::memcmp(want.data(), got.data(), 3 * kPackRows * sizeof(float)), 0) << "round " << round;
   }
 }
+#endif  // __x86_64__
 
 // Every level resolves to a kernel set the CPU supports and the level includes.
 TEST(PackedKernels, EveryLevelResolvesToASupportedSet) {
