@@ -106,9 +106,7 @@ bool stream_step(Run& run, httplib::DataSink& sink) {
       if (run.req.include_usage) out += sse(run.writer.usage_chunk(run.gen.usage()));
       out += "data: [DONE]\n\n";
     }
-    // A closed connection shows on the read side as soon as the client closes it; a write
-    // fails only one or two writes later, which on a busy server can be the request's end.
-    if (run.watch.peer_gone() || !write_all(sink, out)) {
+    if (!write_all(sink, out)) {
       run.gen.abort();
       log_info("client disconnected mid-stream; aborted ", run.writer.id());
       return false;
@@ -117,7 +115,12 @@ bool stream_step(Run& run, httplib::DataSink& sink) {
       sink.done();
       return true;
     }
-    if (!out.empty()) return true;  // back to httplib, which calls again for the next events
+    if (!out.empty()) return true;  // back to httplib, which checks the socket between writes
+    if (run.watch.peer_gone()) {
+      run.gen.abort();
+      log_info("client disconnected; aborted ", run.writer.id());
+      return false;
+    }
     if (events.empty() && !run.model.engine.healthy(run.stall_timeout)) {
       out = sse(unavailable("The engine loop is not responding.").body());
       write_all(sink, out + "data: [DONE]\n\n");
