@@ -71,6 +71,8 @@ class RawConnection {
     }
     return got;
   }
+  // Ends the sending side only (a FIN): the connection still receives.
+  void shutdown_sending() { ::shutdown(fd_, SHUT_WR); }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -397,6 +399,23 @@ TEST(HttpServer, DisconnectedStreamIsAbortedAndFreesItsBlocks) {
     return st && json::parse(st->body)["kv_blocks_used"] == 0 && json::parse(st->body)["running"] == 0;
   }));
   EXPECT_TRUE(eventually([&] { return s.server().in_flight() == 0; }));
+}
+
+// A client that closes its side while it still reads: every write succeeds, so only the read
+// side shows that it left; the stream must stop at once, not run to its last token.
+TEST(HttpServer, StreamWhoseClientClosedItsSideIsAbortedWhileWritesSucceed) {
+  LiveServer s;
+  RawConnection conn(s.port());
+  ASSERT_TRUE(conn.ok());
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 490}, {"n", 4},
+                     {"ignore_eos", true},           {"temperature", 0},  {"stream", true}};
+  conn.post("/v1/completions", body.dump());
+  EXPECT_NE(conn.read_until("data: ").find("200 OK"), std::string::npos);
+  conn.shutdown_sending();
+  const std::string rest = conn.read_until("data: [DONE]");  // until the server closes
+  EXPECT_EQ(rest.find("data: [DONE]"), std::string::npos);
+  ASSERT_TRUE(eventually([&] { return s.metric("strata:request_aborted_total") == 1; }));
+  EXPECT_LT(s.metric("strata:generation_tokens_total"), 4 * 490);
 }
 
 TEST(HttpServer, DisconnectedNonStreamingRequestIsAborted) {
