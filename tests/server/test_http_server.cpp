@@ -383,17 +383,24 @@ TEST(HttpServer, TokenizeAndDetokenize) {
   expect_openai_error(s.post("/tokenize", {{"prompt", 5}}), 400);
 }
 
-TEST(HttpServer, DisconnectedStreamIsAbortedAndFreesItsBlocks) {
-  LiveServer s;
-  RawConnection conn(s.port());
-  ASSERT_TRUE(conn.ok());
+// A streaming request of 4 x 490 tokens (more than the tests let it generate), started on conn
+// and read up to its first event.
+constexpr int kLongStreamTokens = 4 * 490;
+void start_long_stream(RawConnection& conn) {
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 490}, {"n", 4},
                      {"ignore_eos", true},           {"temperature", 0},  {"stream", true}};
   conn.post("/v1/completions", body.dump());
   EXPECT_NE(conn.read_until("data: ").find("200 OK"), std::string::npos);
+}
+
+TEST(HttpServer, DisconnectedStreamIsAbortedAndFreesItsBlocks) {
+  LiveServer s;
+  RawConnection conn(s.port());
+  ASSERT_TRUE(conn.ok());
+  start_long_stream(conn);
   conn.close();
   ASSERT_TRUE(eventually([&] { return s.metric("strata:request_aborted_total") == 1; }));
-  EXPECT_LT(s.metric("strata:generation_tokens_total"), 4 * 490);  // stopped early
+  EXPECT_LT(s.metric("strata:generation_tokens_total"), kLongStreamTokens);  // stopped early
   ASSERT_TRUE(eventually([&] {
     auto st = s.client().Get("/debug/stats");
     return st && json::parse(st->body)["kv_blocks_used"] == 0 && json::parse(st->body)["running"] == 0;
@@ -407,15 +414,12 @@ TEST(HttpServer, StreamWhoseClientClosedItsSideIsAbortedWhileWritesSucceed) {
   LiveServer s;
   RawConnection conn(s.port());
   ASSERT_TRUE(conn.ok());
-  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 490}, {"n", 4},
-                     {"ignore_eos", true},           {"temperature", 0},  {"stream", true}};
-  conn.post("/v1/completions", body.dump());
-  EXPECT_NE(conn.read_until("data: ").find("200 OK"), std::string::npos);
+  start_long_stream(conn);
   conn.shutdown_sending();
   const std::string rest = conn.read_until("data: [DONE]");  // until the server closes
   EXPECT_EQ(rest.find("data: [DONE]"), std::string::npos);
   ASSERT_TRUE(eventually([&] { return s.metric("strata:request_aborted_total") == 1; }));
-  EXPECT_LT(s.metric("strata:generation_tokens_total"), 4 * 490);
+  EXPECT_LT(s.metric("strata:generation_tokens_total"), kLongStreamTokens);
 }
 
 TEST(HttpServer, DisconnectedNonStreamingRequestIsAborted) {
