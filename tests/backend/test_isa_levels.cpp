@@ -86,8 +86,12 @@ TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
   interleaved_types.push_back(TensorType::IQ4_XS);
   interleaved_types.push_back(TensorType::Q5_K);
   interleaved_types.push_back(TensorType::Q6_K);
+  interleaved_types.push_back(TensorType::Q3_K);
+  interleaved_types.push_back(TensorType::Q2_K);
 #endif
-  std::vector<uint8_t> q3_k(row_bytes(TensorType::Q3_K, 256) * 16);
+  // A type with no interleaved layout at any level.
+  constexpr TensorType kRowsOnly = TensorType::IQ3_S;
+  std::vector<uint8_t> rows_only(row_bytes(kRowsOnly, 256) * 16);
   for (IsaLevel isa : supported_isa_levels()) {
     set_isa_level(isa);
     for (TensorType t : interleaved_types) {
@@ -99,12 +103,11 @@ TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
       EXPECT_EQ(matmul_kernel_description(t),
                 std::string(type_name(t)) + (w->interleaved() ? " interleaved " : " rows ") + isa_name(want));
     }
-    const auto k = pack_matrix(TensorType::Q3_K, 256, 16, q3_k.data());
+    const auto k = pack_matrix(kRowsOnly, 256, 16, rows_only.data());
     EXPECT_FALSE(k->interleaved());
-    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(TensorType::Q3_K, isa));
-    EXPECT_EQ(
-        matmul_kernel_description(TensorType::Q3_K),
-        std::string(type_name(TensorType::Q3_K)) + " rows " + isa_name(resolved_isa(TensorType::Q3_K, isa)));
+    EXPECT_EQ(matmul_kernel_level(*k), resolved_isa(kRowsOnly, isa));
+    EXPECT_EQ(matmul_kernel_description(kRowsOnly),
+              std::string(type_name(kRowsOnly)) + " rows " + isa_name(resolved_isa(kRowsOnly, isa)));
   }
   set_isa_level(saved);
 }

@@ -206,12 +206,12 @@ inline RefDot ref_dot_k_min_packed(TensorType wt, const uint8_t* w, const uint8_
 }
 
 // The interleaved super-block layouts (packed_kernels.h) quantize activations per 32, not per
-// 256 as their rows' Q8_K: as Q8_1 for Q4_K and Q5_K, Q8_0 for IQ4_XS and Q6_K. packed_act_type names that
-// format; ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
-// activation row a of that format.
+// 256 as their rows' Q8_K: as Q8_1 for Q4_K and Q5_K, Q8_0 for IQ4_XS, Q6_K, Q3_K and Q2_K. packed_act_type
+// names that format; ref_dot_packed is the exact value those kernels approximate for weight row w of type wt
+// and an activation row a of that format.
 inline bool packs_super_blocks(TensorType wt) {
   return wt == TensorType::Q4_K || wt == TensorType::Q5_K || wt == TensorType::IQ4_XS ||
-         wt == TensorType::Q6_K;
+         wt == TensorType::Q6_K || wt == TensorType::Q3_K || wt == TensorType::Q2_K;
 }
 inline TensorType packed_act_type(TensorType wt) {
   return wt == TensorType::Q4_K || wt == TensorType::Q5_K ? TensorType::Q8_1 : TensorType::Q8_0;

@@ -1,5 +1,5 @@
-// The interleaved super-block layouts of Q4_K, Q5_K, IQ4_XS and Q6_K (packed_kernels.h): their repacking and
-// the kernels of every level, against the exact dot products of the GGUF rows (dequantize_row)
+// The interleaved super-block layouts of Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K and Q2_K (packed_kernels.h): their
+// repacking and the kernels of every level, against the exact dot products of the GGUF rows (dequantize_row)
 // with the packed activations.
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ using testing::fill_random_rows;
 using testing::random_floats;
 
 constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS,
-                                      TensorType::Q6_K};
+                                      TensorType::Q6_K, TensorType::Q3_K, TensorType::Q2_K};
 
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
 // activation rows (the reference) and as one packed activation tile.
@@ -82,6 +82,12 @@ TEST(PackedSuperBlocks, LayoutIsOneSuperBlockPer16RowsOf256Columns) {
   EXPECT_TRUE(packable_type(TensorType::Q6_K));
   EXPECT_EQ(packed_block_bytes(TensorType::Q6_K) * 8, 3360u);
   EXPECT_EQ(packed_zero_point(TensorType::Q6_K), kPackedHalfSums);
+  EXPECT_TRUE(packable_type(TensorType::Q3_K));
+  EXPECT_EQ(packed_block_bytes(TensorType::Q3_K) * 8, 1824u);
+  EXPECT_EQ(packed_zero_point(TensorType::Q3_K), kPackedHalfSums);
+  EXPECT_TRUE(packable_type(TensorType::Q2_K));
+  EXPECT_EQ(packed_block_bytes(TensorType::Q2_K) * 8, 1344u);
+  EXPECT_EQ(packed_zero_point(TensorType::Q2_K), kPackedHalfSums);
 }
 
 // The scalar kernel against the exact values, in every group (the last one partial: its padding

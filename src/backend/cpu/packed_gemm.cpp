@@ -40,9 +40,24 @@ int packed_quant(TensorType type, const uint8_t* qs, int r, int e) {
   return q;
 }
 
+// Unsigned quant of element e (0..31) of row r in a sub-block of a kHalfScaled kind: Q6_K's low
+// nibble and 2-bit plane, Q3_K's 2-bit and 1-bit planes, Q2_K's 2-bit planes.
+template <packed::Kind K>
+int half_scaled_quant(const uint8_t* qs, int r, int e) {
+  using namespace packed;
+  const int k = e % 16 / 4, byte = 4 * r + e % 4;
+  if constexpr (K == Kind::Q6_K)
+    return packed_quant(TensorType::Q4_0, qs, r, e) |
+           ((qs[kQ6kQhOffset + (e / 16) * kChunkBytes + byte] >> (2 * k)) & 3) << 4;
+  const int low2 = (qs[(e / 16) * kChunkBytes + byte] >> (2 * k)) & 3;
+  if constexpr (K == Kind::Q3_K) return low2 | ((qs[kQ3kHiOffset + byte] >> (4 * (e / 16) + k)) & 1) << 2;
+  return low2;
+}
+
 // The super-block kinds (packed_kernels.h). Q4_K, Q5_K: per sub-block the Q4_1 / Q5_1 expression with scale
-// d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc; Q6_K: per 16-column
-// half the integer sum of (u - 32) * a with scale d * sc. (Not the row
+// d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc; Q6_K, Q3_K: per
+// 16-column half the integer sum of (u - zero point) * a with scale d * sc; Q2_K: per half the sum
+// of u * a with scale d * scale, minus dmin * min * d_a * the activation's half sum. (Not the row
 // kernels': those quantize activations per 256 as Q8_K.)
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
@@ -67,17 +82,20 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
           const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
                            static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
           sum += dw * am.d * static_cast<float>(sumi) + mw * std::bit_cast<float>(am.extra);
-        } else if constexpr (K == Kind::Q6_K) {
+        } else if constexpr (kHalfScaled<K>) {
           for (int hh = 0; hh < 2; ++hh) {  // the two 16-column halves, each with its scale
             int sumh = 0;
-            for (int e = 16 * hh; e < 16 * hh + 16; ++e) {
-              const int high =
-                  (qs[kQ6kQhOffset + hh * kChunkBytes + 4 * r + e % 4] >> (2 * (e % 16 / 4))) & 3;
-              sumh += ((packed_quant(TensorType::Q4_0, qs, r, e) | high << 4) - 32) * aq[e];
+            for (int e = 16 * hh; e < 16 * hh + 16; ++e)
+              sumh += (half_scaled_quant<K>(qs, r, e) - kHalfZeroPoint<K>)*aq[e];
+            const uint8_t sc = sup[kHalfScOffset<K> + 16 * (2 * j + hh) + r];
+            if constexpr (K == Kind::Q2_K) {  // d * scale * u - dmin * min
+              const float dmin = fp16_to_f32(load_fp16(sup + kQ2kDminOffset + r * sizeof(fp16_t)));
+              sum += static_cast<float>(sumh) * (d * static_cast<float>(sc & 0x0f)) * am.d;
+              sum +=
+                  -dmin * static_cast<float>(sc >> 4) * (am.d * static_cast<float>(half_sum(am.extra, hh)));
+            } else {
+              sum += static_cast<float>(sumh) * (d * static_cast<float>(static_cast<int8_t>(sc))) * am.d;
             }
-            const float dw =
-                d * static_cast<float>(static_cast<int8_t>(sup[kQ6kScOffset + 16 * (2 * j + hh) + r]));
-            sum += static_cast<float>(sumh) * dw * am.d;
           }
         } else {
           for (int e = 0; e < 32; ++e) sumi += (packed_quant(TensorType::IQ4_NL, qs, r, e) - 128) * aq[e];
@@ -126,6 +144,10 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
     return packed_gemm_super_scalar<packed::Kind::IQ4_XS>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q6_K)
     return packed_gemm_super_scalar<packed::Kind::Q6_K>(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::Q3_K)
+    return packed_gemm_super_scalar<packed::Kind::Q3_K>(w, nb, a, nc, y, y_stride, n_rows);
+  if (type == TensorType::Q2_K)
+    return packed_gemm_super_scalar<packed::Kind::Q2_K>(w, nb, a, nc, y, y_stride, n_rows);
   const size_t block_bytes = packed_block_bytes(type);
   const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
   const int zero_point = packed_zero_point(type);

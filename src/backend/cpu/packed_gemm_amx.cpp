@@ -168,7 +168,8 @@ void packed_gemm_amx(TensorType type, const uint8_t* w, int64_t nb, const Packed
   // The super-block kinds have no tile kernel: their per-sub-block scales would cost the tiles'
   // advantage. MXFP4 has none either (not written: no AMX machine to measure it on).
   if (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::IQ4_XS ||
-      type == TensorType::Q6_K || type == TensorType::MXFP4)
+      type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K ||
+      type == TensorType::MXFP4)
     return packed_gemm_avx512(type, w, nb, a, nc, y, y_stride, n_rows);
   const size_t i = static_cast<size_t>(nc - 1);
   with_kind(type, [&](auto kind) {

@@ -25,9 +25,9 @@
 #include <bit>
 #include <cstring>
 
+#include "backend/cpu/packed_half_scaled_avx2.h"
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
-#include "backend/cpu/packed_q6k_avx2.h"
 #include "backend/cpu/packed_scales_avx2.h"
 #include "backend/cpu/simd_avx2.h"
 #include "core/check.h"
@@ -220,36 +220,44 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
   }
 }
 
-// Q6_K's sub-block j for row halves h0..h0+NH-1: per element half hh, the int16 pair sums of two
-// chunks (|pair| <= 2 * 63 * 127, so two fit) go to int32 sums that start at the activation's
-// -32 * sum(a) of the half; each is scaled by d * sc of the half and d_a.
-template <int NH, int NC>
-static inline void q6k_sub_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
-                                 const PackedActMeta* am) {
+// Element half HH of sub-block j of a half-scaled kind (Q6_K, Q3_K, Q2_K) for row halves
+// h0..h0+NH-1: the int16 pair sums of the half's 4 chunks (Q6_K: two at a time, |pair| <=
+// 2 * 63 * 127; Q3_K and Q2_K: all four, |pair| <= 2 * 7 * 127) go to int32 sums that start at the
+// activation's -zero_point * sum(a) of the half; each is scaled by d * sc of the half and d_a, and
+// Q2_K adds -dmin * min * d_a * sum(a).
+template <Kind K, int HH, int NH, int NC>
+static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
+                             const PackedActMeta* am) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const uint8_t* qs = w + kQsOffset<Kind::Q6_K> + j * kSubBlockBytes<Kind::Q6_K>;
+  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
 #pragma GCC unroll 2
-  for (int hh = 0; hh < 2; ++hh)
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) {
-      const __m256i u0 = q6k_quants<0>(qs, h0 + h, hh), u1 = q6k_quants<1>(qs, h0 + h, hh);
-      const __m256i u2 = q6k_quants<2>(qs, h0 + h, hh), u3 = q6k_quants<3>(qs, h0 + h, hh);
-      const __m256 dw = _mm256_mul_ps(half_to_ps(w + 16 * (h0 + h)),
-                                      i8x8_to_ps(w + kQ6kScOffset + 16 * (2 * j + hh) + 8 * (h0 + h)));
+  for (int h = 0; h < NH; ++h) {
+    const __m256i u0 = half_quants<K, 0, HH>(qs, h0 + h), u1 = half_quants<K, 1, HH>(qs, h0 + h);
+    const __m256i u2 = half_quants<K, 2, HH>(qs, h0 + h), u3 = half_quants<K, 3, HH>(qs, h0 + h);
+    __m256 dw, mw;
+    half_factors<K, HH>(w, j, h0 + h, dw, mw);
 #pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) {
-        const int8_t* a = aq + 32 * c + 16 * hh;
-        const __m256i s01 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
-        const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)),
-                                             _mm256_maddubs_epi16(u3, bcast4(a + 12)));
-        __m256i acc = _mm256_set1_epi32(q6k_half_bias(am[c].extra, hh));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s01, ones));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s23, ones));
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[h][c]);
+    for (int c = 0; c < NC; ++c) {
+      const int8_t* a = aq + 32 * c + 16 * HH;
+      const __m256i s01 =
+          _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
+      const __m256i s23 =
+          _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+      __m256i acc;
+      if constexpr (K == Kind::Q6_K)
+        acc = _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones));
+      else
+        acc = _mm256_madd_epi16(_mm256_add_epi16(s01, s23), ones);
+      if constexpr (kHalfZeroPoint<K> != 0)
+        acc = _mm256_add_epi32(acc, _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>)));
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[h][c]);
+      if constexpr (K == Kind::Q2_K) {
+        const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
+        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[h][c]);
       }
     }
+  }
 }
 
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
@@ -278,8 +286,9 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       }
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
-      if constexpr (K == Kind::Q6_K) {
-        q6k_sub_block<NH, NC>(accf, w, j, h0, aq, am);
+      if constexpr (kHalfScaled<K>) {
+        half_sums<K, 0, NH, NC>(accf, w, j, h0, aq, am);
+        half_sums<K, 1, NH, NC>(accf, w, j, h0, aq, am);
       } else {
         const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
         __m256i acc[NH][NC], mul[NH];

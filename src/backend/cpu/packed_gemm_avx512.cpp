@@ -79,56 +79,86 @@ static inline void block_dots(__m512i (&acc)[NC], __m512i (&acc2)[NC], const uin
   }
 }
 
-// Q6_K: chunk K of element half hh (0: elements 4K..4K+3, 1: 16 + 4K..) of 16 rows as unsigned
-// quants u = low | high << 4 (packed_kernels.h: the high bits are bits 2K..2K+1 of plane hh).
-template <int K>
-static inline __m512i q6k_quants(const uint8_t* qs, int hh) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i p = _mm512_loadu_si512(qs + 64 * K);
-  const __m512i low = hh == 0 ? _mm512_and_si512(p, m4) : _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-  const __m512i plane = _mm512_loadu_si512(qs + kQ6kQhOffset + 64 * hh);
-  __m512i high;  // bits 2K..2K+1 moved to bits 4..5
-  if constexpr (K == 0) high = _mm512_slli_epi16(plane, 4);
-  if constexpr (K == 1) high = _mm512_slli_epi16(plane, 2);
-  if constexpr (K == 2) high = plane;
-  if constexpr (K == 3) high = _mm512_srli_epi16(plane, 2);
-  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
+// Chunk C of element half HH (0: elements 4C..4C+3, 1: 16 + 4C..) of 16 rows of a half-scaled
+// kind as unsigned quants (packed_kernels.h): Q6_K's u = low | high << 4 (the high bits are bits
+// 2C..2C+1 of plane HH), Q3_K's low2 | third << 2 (bits 2C..2C+1 of lo plane HH, bit 4 HH + C of
+// hi), Q2_K's low2.
+template <Kind K, int C, int HH>
+static inline __m512i half_quants(const uint8_t* qs) {
+  if constexpr (K == Kind::Q6_K) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i p = _mm512_loadu_si512(qs + 64 * C);
+    const __m512i low = HH == 0 ? _mm512_and_si512(p, m4) : _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+    const __m512i plane = _mm512_loadu_si512(qs + kQ6kQhOffset + 64 * HH);
+    __m512i high;  // bits 2C..2C+1 moved to bits 4..5
+    if constexpr (C <= 2)
+      high = _mm512_slli_epi16(plane, 4 - 2 * C);
+    else
+      high = _mm512_srli_epi16(plane, 2);
+    return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & 0x30)
+  } else {
+    const __m512i u =
+        _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(qs + 64 * HH), 2 * C), _mm512_set1_epi8(3));
+    if constexpr (K == Kind::Q2_K) return u;
+    const __m512i hi = _mm512_loadu_si512(qs + kQ3kHiOffset);
+    constexpr int kShift = 4 * HH + C - 2;  // bit 4 HH + C moved to bit 2
+    __m512i third;
+    if constexpr (kShift >= 0)
+      third = _mm512_srli_epi16(hi, kShift);
+    else
+      third = _mm512_slli_epi16(hi, -kShift);
+    return _mm512_ternarylogic_epi32(u, third, _mm512_set1_epi8(4), 0xF8);  // u | (third & 4)
+  }
 }
 
-// Q6_K's sub-block j: per element half, the integer sums of u * a start at -32 * sum(a) of the
-// half (the activation's half sums), so they are the exact sums of (u - 32) * a; each is scaled
-// by d * sc of its half and d_a.
-template <int NC>
-static inline void q6k_sub_block(__m512 (&accf)[NC], const uint8_t* w, int j, const int8_t* aq,
-                                 const PackedActMeta* am, __m512 d_super) {
-  const uint8_t* qs = w + kQsOffset<Kind::Q6_K> + j * kSubBlockBytes<Kind::Q6_K>;
-#pragma GCC unroll 2
-  for (int hh = 0; hh < 2; ++hh) {
-    __m512i acc[NC], acc2[NC];
+// Element half HH of sub-block j of a half-scaled kind (Q6_K, Q3_K, Q2_K): the integer sums of
+// u * a start at the activation's -zero_point * sum(a) of the half, so they are the exact sums of
+// (u - zero_point) * a; each is scaled by d * sc of its half and d_a, and Q2_K adds
+// -dmin * min * d_a * sum(a).
+template <Kind K, int HH, int NC>
+static inline void half_sums(__m512 (&accf)[NC], const uint8_t* w, int j, const int8_t* aq,
+                             const PackedActMeta* am, __m512 d_super) {
+  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+  __m512i acc[NC], acc2[NC];
 #pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) {
-      acc[c] = _mm512_set1_epi32(q6k_half_bias(am[c].extra, hh));
-      acc2[c] = _mm512_setzero_si512();
-    }
-    const int off = 16 * hh;
-    if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
-      dot4<NC>(acc, q6k_quants<0>(qs, hh), aq, off);
-      dot4<NC>(acc2, q6k_quants<1>(qs, hh), aq, off + 4);
-      dot4<NC>(acc, q6k_quants<2>(qs, hh), aq, off + 8);
-      dot4<NC>(acc2, q6k_quants<3>(qs, hh), aq, off + 12);
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm512_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>));
+    acc2[c] = _mm512_setzero_si512();
+  }
+  constexpr int off = 16 * HH;
+  if constexpr (NC <= 6) {  // latency-bound otherwise: two chains per token
+    dot4<NC>(acc, half_quants<K, 0, HH>(qs), aq, off);
+    dot4<NC>(acc2, half_quants<K, 1, HH>(qs), aq, off + 4);
+    dot4<NC>(acc, half_quants<K, 2, HH>(qs), aq, off + 8);
+    dot4<NC>(acc2, half_quants<K, 3, HH>(qs), aq, off + 12);
 #pragma GCC unroll 16
-      for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
-    } else {
-      dot4<NC>(acc, q6k_quants<0>(qs, hh), aq, off);
-      dot4<NC>(acc, q6k_quants<1>(qs, hh), aq, off + 4);
-      dot4<NC>(acc, q6k_quants<2>(qs, hh), aq, off + 8);
-      dot4<NC>(acc, q6k_quants<3>(qs, hh), aq, off + 12);
-    }
-    const __m512 dw = _mm512_mul_ps(d_super, i8x16_to_ps(w + kQ6kScOffset + 16 * (2 * j + hh)));
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], acc2[c]);
+  } else {
+    dot4<NC>(acc, half_quants<K, 0, HH>(qs), aq, off);
+    dot4<NC>(acc, half_quants<K, 1, HH>(qs), aq, off + 4);
+    dot4<NC>(acc, half_quants<K, 2, HH>(qs), aq, off + 8);
+    dot4<NC>(acc, half_quants<K, 3, HH>(qs), aq, off + 12);
+  }
+  const uint8_t* sc = w + kHalfScOffset<K> + 16 * (2 * j + HH);
+  __m512 dw;
+  [[maybe_unused]] __m512 mw;
+  if constexpr (K == Kind::Q2_K) {
+    const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m512 neg_dmin = _mm512_sub_ps(
+        _mm512_setzero_ps(),
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ2kDminOffset))));
+    dw = _mm512_mul_ps(d_super, _mm512_cvtepi32_ps(_mm512_and_si512(sc32, _mm512_set1_epi32(0x0f))));
+    mw = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(sc32, 4)));
+  } else {
+    dw = _mm512_mul_ps(d_super, i8x16_to_ps(sc));
+  }
 #pragma GCC unroll 16
-    for (int c = 0; c < NC; ++c) {
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
-      accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+  for (int c = 0; c < NC; ++c) {
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(am[c].d));
+    accf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[c]), scale, accf[c]);
+    if constexpr (K == Kind::Q2_K) {
+      const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
+      accf[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(a_sum), accf[c]);
     }
   }
 }
@@ -157,8 +187,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
-      if constexpr (K == Kind::Q6_K) {
-        q6k_sub_block<NC>(accf, w, j, aq, am, d_super);
+      if constexpr (kHalfScaled<K>) {
+        half_sums<K, 0, NC>(accf, w, j, aq, am, d_super);
+        half_sums<K, 1, NC>(accf, w, j, aq, am, d_super);
       } else {
         const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
         __m512i acc[NC], acc2[NC];

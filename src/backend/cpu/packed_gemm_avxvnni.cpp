@@ -15,9 +15,9 @@
 #include <bit>
 #include <cstring>
 
+#include "backend/cpu/packed_half_scaled_avx2.h"
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
-#include "backend/cpu/packed_q6k_avx2.h"
 #include "backend/cpu/packed_scales_avx2.h"
 #include "backend/cpu/simd_avx2.h"
 #include "core/check.h"
@@ -89,45 +89,48 @@ static inline void block_dots(__m256i (&acc)[NC], __m256i (&acc2)[NC], const uin
   }
 }
 
-// Q6_K's sub-block j for row halves 0..NH-1: per element half hh, the integer sums of u * a start
-// at the activation's -32 * sum(a) of the half, then are scaled by d * sc of the half and d_a.
-template <int NH, int NC>
-static inline void q6k_sub_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, const int8_t* aq,
-                                 const PackedActMeta* am) {
+// Element half HH of sub-block j of a half-scaled kind (Q6_K, Q3_K, Q2_K) for row halves 0..NH-1:
+// the integer sums of u * a start at the activation's -zero_point * sum(a) of the half, then are
+// scaled by d * sc of the half and d_a; Q2_K adds -dmin * min * d_a * sum(a).
+template <Kind K, int HH, int NH, int NC>
+static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, const int8_t* aq,
+                             const PackedActMeta* am) {
   constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
-  const uint8_t* qs = w + kQsOffset<Kind::Q6_K> + j * kSubBlockBytes<Kind::Q6_K>;
+  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+  constexpr int g = 4 * HH;  // the activation's 4-element group of chunk 0
 #pragma GCC unroll 2
-  for (int hh = 0; hh < 2; ++hh)
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) {
-      __m256i acc[NC], acc2[NC];
+  for (int h = 0; h < NH; ++h) {
+    __m256i acc[NC], acc2[NC];
 #pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) {
-        acc[c] = _mm256_set1_epi32(q6k_half_bias(am[c].extra, hh));
-        acc2[c] = _mm256_setzero_si256();
-      }
-      const int g = 4 * hh;  // the activation's 4-element group of chunk 0
-      if constexpr (kSplit) {
-        dot4<NC>(acc, q6k_quants<0>(qs, h, hh), aq, g);
-        dot4<NC>(acc2, q6k_quants<1>(qs, h, hh), aq, g + 1);
-        dot4<NC>(acc, q6k_quants<2>(qs, h, hh), aq, g + 2);
-        dot4<NC>(acc2, q6k_quants<3>(qs, h, hh), aq, g + 3);
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>));
+      acc2[c] = _mm256_setzero_si256();
+    }
+    if constexpr (kSplit) {
+      dot4<NC>(acc, half_quants<K, 0, HH>(qs, h), aq, g);
+      dot4<NC>(acc2, half_quants<K, 1, HH>(qs, h), aq, g + 1);
+      dot4<NC>(acc, half_quants<K, 2, HH>(qs, h), aq, g + 2);
+      dot4<NC>(acc2, half_quants<K, 3, HH>(qs, h), aq, g + 3);
 #pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], acc2[c]);
-      } else {
-        dot4<NC>(acc, q6k_quants<0>(qs, h, hh), aq, g);
-        dot4<NC>(acc, q6k_quants<1>(qs, h, hh), aq, g + 1);
-        dot4<NC>(acc, q6k_quants<2>(qs, h, hh), aq, g + 2);
-        dot4<NC>(acc, q6k_quants<3>(qs, h, hh), aq, g + 3);
-      }
-      const __m256 dw =
-          _mm256_mul_ps(half_to_ps(w + 16 * h), i8x8_to_ps(w + kQ6kScOffset + 16 * (2 * j + hh) + 8 * h));
+      for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], acc2[c]);
+    } else {
+      dot4<NC>(acc, half_quants<K, 0, HH>(qs, h), aq, g);
+      dot4<NC>(acc, half_quants<K, 1, HH>(qs, h), aq, g + 1);
+      dot4<NC>(acc, half_quants<K, 2, HH>(qs, h), aq, g + 2);
+      dot4<NC>(acc, half_quants<K, 3, HH>(qs, h), aq, g + 3);
+    }
+    __m256 dw, mw;
+    half_factors<K, HH>(w, j, h, dw, mw);
 #pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) {
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), scale, accf[h][c]);
+    for (int c = 0; c < NC; ++c) {
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), scale, accf[h][c]);
+      if constexpr (K == Kind::Q2_K) {
+        const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
+        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[h][c]);
       }
     }
+  }
 }
 
 // y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC.
@@ -147,8 +150,9 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
-      if constexpr (K == Kind::Q6_K) {
-        q6k_sub_block<NH, NC>(accf, w, j, aq, am);
+      if constexpr (kHalfScaled<K>) {
+        half_sums<K, 0, NH, NC>(accf, w, j, aq, am);
+        half_sums<K, 1, NH, NC>(accf, w, j, aq, am);
       } else {
         const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
         __m256i acc[NH][NC];

@@ -28,6 +28,16 @@
 //     (0..63) of element e of a sub-block: its low 4 bits are Q4_0's nibble of e in ql; its high
 //     2 bits are bits 2k..2k+1 of byte 4r + e % 4 of plane e / 16, k = e % 16 / 4. The value is
 //     d * sc * (u - 32): the kernels remove the 32 with the activation's per-half sums.
+//   Q3_K (x86 and scalar only), one packed block per 256-column super-block:
+//     d[16] fp16 | sc[16][16] i8 | 8 x (lo[2][64] | hi[64])                           1824 bytes
+//     sc as Q6_K's (the 6-bit scale - 32). Quant u (0..7) of element e of a sub-block: its low 2
+//     bits are bits 2k..2k+1 of byte 4r + e % 4 of lo plane e / 16 (k = e % 16 / 4), its third
+//     bit (GGUF's hmask bit) is bit 4 (e / 16) + k of that byte of hi. The value is
+//     d * sc * (u - 4), the 4 removed as Q6_K's 32.
+//   Q2_K (x86 and scalar only), one packed block per 256-column super-block:
+//     d[16] fp16 | dmin[16] fp16 | sc[16][16] u8 | 8 x lo[2][64] as Q3_K's               1344 bytes
+//     sc: GGUF's byte (scale | min << 4) of each half; the value is d * scale * u - dmin * min,
+//     the min multiplied by the activation's half sum.
 // Weight register k (k = 0..7) holds elements 4k..4k+3 of 16 rows as unsigned bytes: for the
 // 4-bit types the low nibbles of chunk k (k < 4) or the high nibbles of chunk k - 4 (elements
 // 16 + 4(k-4) = 4k), plus 16 where the fifth bit is set for the 5-bit types; for IQ4_NL the nibble
@@ -38,8 +48,9 @@
 // exactly 16 source blocks, so the copy costs no memory beyond the source; Q4_K's costs 2.8% more
 // (2368 bytes for 16 x 144), Q5_K's 2.3% (2880 for 16 x 176) and IQ4_XS's 1.5% (2208 for
 // 16 x 136), the price of scales that need no unpacking in the inner loop; Q6_K's is exactly the
-// source's (3360 for 16 x 210). The super-block kinds' activations are the same 32-blocks
-// (Q8_1-style for Q4_K and Q5_K, Q8_0-style for IQ4_XS and Q6_K): one act block per sub-block.
+// source's (3360 for 16 x 210), Q2_K's too (1344 for 16 x 84), Q3_K's 3.6% more (1824 for
+// 16 x 110). The super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K and
+// Q5_K, Q8_0-style for the others): one act block per sub-block.
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -68,7 +79,8 @@ bool packable_data(TensorType type, const void* data, size_t row_stride, int64_t
 // is nb * packed_block_bytes bytes.
 size_t packed_block_bytes(TensorType type);
 // The zero point the activation quantizer removes: 8, 16, 128 (Q8_0, IQ4_NL, IQ4_XS), 0 for the
-// types with a min, kPackedHalfSums for Q6_K (its 32 is removed per 16-column half).
+// types with a min, kPackedHalfSums for Q6_K, Q3_K and Q2_K (their 32, 4 or min are removed per
+// 16-column half).
 int packed_zero_point(TensorType type);
 constexpr int kPackedHalfSums = -1;
 
@@ -82,7 +94,7 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
 struct PackedActMeta {
   float d;        // scale, rounded to fp16 as Q8_0's
   int32_t extra;  // zero_point > 0: -zero_point * sum(q), the integer accumulator's start value;
-                  // zero_point == 0 (Q4_1/Q5_1): the bits of float fp16(d * sum(q)), Q8_1's s;
+                  // zero_point == 0 (Q4_1/Q5_1/Q4_K/Q5_K): the bits of float fp16(d * sum(q)), Q8_1's s;
                   // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above
 };
 static_assert(sizeof(PackedActMeta) == 8);
@@ -97,10 +109,14 @@ constexpr int32_t half_sum_lo(int32_t extra) {
 constexpr int32_t half_sum_hi(int32_t extra) {
   return extra >> 16;
 }
-// Q6_K: -32 * the sum over element half hh (0: q[0..15], 1: q[16..31]), the start of that half's
-// integer sum, which makes it the exact sum of (u - 32) * a.
-constexpr int32_t q6k_half_bias(int32_t extra, int hh) {
-  return -32 * (hh == 0 ? half_sum_lo(extra) : half_sum_hi(extra));
+// The sum of the activation's element half hh (0: q[0..15], 1: q[16..31]).
+constexpr int32_t half_sum(int32_t extra, int hh) {
+  return hh == 0 ? half_sum_lo(extra) : half_sum_hi(extra);
+}
+// Q6_K, Q3_K: -zero_point * half_sum, the start of that half's integer sum, which makes it the
+// exact sum of (u - zero_point) * a.
+constexpr int32_t half_sum_bias(int32_t extra, int hh, int zero_point) {
+  return -zero_point * half_sum(extra, hh);
 }
 
 // The activations of one column tile of tokens.

@@ -12,11 +12,21 @@
 
 namespace strata::cpu::packed {
 
-enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K, MXFP4 };
+enum class Kind { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K, Q2_K, MXFP4 };
 
-// 256-column super-blocks with a scale per 32-column sub-block (Q6_K: per 16-column half).
+// Super-blocks with a scale per 16-column half of a sub-block: Q6_K, Q3_K (signed scales) and
+// Q2_K (4-bit scale and min).
 template <Kind K>
-constexpr bool kSuper = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::IQ4_XS || K == Kind::Q6_K;
+constexpr bool kHalfScaled = K == Kind::Q6_K || K == Kind::Q3_K || K == Kind::Q2_K;
+// 256-column super-blocks with a scale per 32-column sub-block (kHalfScaled: per 16-column half).
+template <Kind K>
+constexpr bool kSuper = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::IQ4_XS || kHalfScaled<K>;
+// The zero point of a kHalfScaled kind's unsigned quants (Q6_K: u - 32, Q3_K: u - 4), removed per
+// half by the activation's half sums; Q2_K's quants are unsigned (it has a min).
+template <Kind K>
+constexpr int kHalfZeroPoint = K == Kind::Q6_K   ? 32
+                               : K == Kind::Q3_K ? 4
+                                                 : 0;
 // Super-blocks with a 6-bit scale and min per sub-block (unpacked to bytes).
 template <Kind K>
 constexpr bool kKScaleMin = K == Kind::Q4_K || K == Kind::Q5_K;
@@ -39,14 +49,18 @@ constexpr size_t kBlockBytes = K == Kind::Q4_0 || K == Kind::IQ4_NL || K == Kind
                                : K == Kind::Q5_0                                        ? 352
                                : K == Kind::Q5_1                                        ? 384
                                : K == Kind::Q8_0                                        ? 544
-                               : K == Kind::Q4_K   ? 2368   // a super-block
-                               : K == Kind::Q5_K   ? 2880   // a super-block
-                               : K == Kind::IQ4_XS ? 2208   // a super-block
-                                                   : 3360;  // Q6_K: a super-block
+                               : K == Kind::Q4_K   ? 2368  // a super-block
+                               : K == Kind::Q5_K   ? 2880  // a super-block
+                               : K == Kind::IQ4_XS ? 2208  // a super-block
+                               : K == Kind::Q3_K   ? 1824  // a super-block
+                               : K == Kind::Q2_K   ? 1344  // a super-block
+                                                   : 3360;   // Q6_K: a super-block
 template <Kind K>
 constexpr size_t kQsOffset = kKScaleMin<K>       ? 320
                              : K == Kind::IQ4_XS ? 160
                              : K == Kind::Q6_K   ? 288
+                             : K == Kind::Q3_K   ? 288
+                             : K == Kind::Q2_K   ? 320
                              : kHasMin<K>        ? 64
                                                  : 32;  // after the scales
 // 32-column blocks per stored block (Q4_K stores 256-column super-blocks) and the distance
@@ -56,6 +70,8 @@ constexpr int kSubBlocks = kSuper<K> ? 8 : 1;
 template <Kind K>
 constexpr size_t kSubBlockBytes = K == Kind::Q6_K   ? 384
                                   : K == Kind::Q5_K ? 320
+                                  : K == Kind::Q3_K ? 192
+                                  : K == Kind::Q2_K ? 128
                                   : kSuper<K>       ? 256
                                                     : 0;
 // Q4_K super-block: d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0.
@@ -66,6 +82,15 @@ constexpr size_t kIq4xsScOffset = 32;
 // Q6_K super-block: d[16] fp16 | sc[16][16] i8 (per 16-column half) | 8 x (ql as Q4_0 | qh[2][64]):
 // the low 4 bits of each quant as Q4_0's nibbles, the high 2 bits in two 64-byte planes.
 constexpr size_t kQ6kScOffset = 32, kQ6kQhOffset = 256;  // qh: from the sub-block's quants
+// Q3_K super-block: d[16] fp16 | sc[16][16] i8 (per 16-column half) | 8 x (lo[2][64] | hi[64]):
+// the low 2 bits of each quant in two planes (one per element half), the third bit in one.
+constexpr size_t kQ3kScOffset = 32, kQ3kHiOffset = 128;  // hi: from the sub-block's quants
+// Q2_K super-block: d[16] fp16 | dmin[16] fp16 | sc[16][16] u8 (scale | min << 4, per half) |
+// 8 x lo[2][64] as Q3_K's.
+constexpr size_t kQ2kDminOffset = 32, kQ2kScOffset = 64;
+// A kHalfScaled kind's per-half scale bytes.
+template <Kind K>
+constexpr size_t kHalfScOffset = K == Kind::Q2_K ? kQ2kScOffset : kQ6kScOffset;
 
 // Calls f(std::integral_constant<Kind, K>{}) for type's kind K. `static`: each ISA translation
 // unit keeps its own instantiations (DEVELOPERS.md on ISA-specific files).
@@ -89,7 +114,7 @@ static inline void with_kind(TensorType type, F&& f) {
   }
 }
 
-// with_kind, the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K) and MXFP4: for the x86 levels that
+// with_kind, the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K, Q2_K) and MXFP4: for the x86 levels that
 // implement them (AVX2, AVX-VNNI, AVX-512; the AMX level runs the AVX-512 kernel for them).
 template <class F>
 static inline void with_any_kind(TensorType type, F&& f) {
@@ -97,6 +122,8 @@ static inline void with_any_kind(TensorType type, F&& f) {
   if (type == TensorType::Q5_K) return f(std::integral_constant<Kind, Kind::Q5_K>{});
   if (type == TensorType::IQ4_XS) return f(std::integral_constant<Kind, Kind::IQ4_XS>{});
   if (type == TensorType::Q6_K) return f(std::integral_constant<Kind, Kind::Q6_K>{});
+  if (type == TensorType::Q3_K) return f(std::integral_constant<Kind, Kind::Q3_K>{});
+  if (type == TensorType::Q2_K) return f(std::integral_constant<Kind, Kind::Q2_K>{});
   if (type == TensorType::MXFP4) return f(std::integral_constant<Kind, Kind::MXFP4>{});
   with_kind(type, f);
 }

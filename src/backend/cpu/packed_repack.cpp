@@ -197,6 +197,48 @@ void put_q6_k_row(const BlockQ6_K& b, int r, uint8_t* out) {
   }
 }
 
+// Q3_K and Q2_K: the low 2 bits of element e (0..255) of a source super-block (GGUF's order: per
+// 128 elements, four quarters of 32 sharing each qs byte).
+int k_low2(const uint8_t* qs, int e) {
+  const int n = e / 128, quarter = e % 128 / 32, l = e % 32;
+  return (qs[32 * n + l] >> (2 * quarter)) & 3;
+}
+
+// Sub-block j's element e (0..31) of row r as 2 low bits in the lo planes (packed_kernels.h),
+// and for Q3_K its third bit in the hi plane.
+void put_low2(uint8_t* lo, int r, int e, int low2) {
+  const int k = e % 16 / 4;
+  lo[(e / 16) * kChunkBytes + 4 * r + e % 4] |= static_cast<uint8_t>(low2 << (2 * k));
+}
+
+// Q3_K, row r of one super-block: the 16 signed half scales, then per sub-block the 2-bit and
+// 1-bit planes.
+void put_q3_k_row(const BlockQ3_K& b, int r, uint8_t* out) {
+  int8_t sc[16];
+  unpack_q3_k_scales(b.scales, sc);
+  for (int h = 0; h < 16; ++h) out[packed::kQ3kScOffset + 16 * h + r] = static_cast<uint8_t>(sc[h]);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t* lo = sub_block_quants<packed::Kind::Q3_K>(out, j);
+    uint8_t* hi = lo + packed::kQ3kHiOffset;
+    for (int e = 0; e < 32; ++e) {
+      const int src_e = 32 * j + e;
+      put_low2(lo, r, e, k_low2(b.qs, src_e));
+      const int bit = (b.hmask[src_e % 32] >> (src_e / 32)) & 1;
+      hi[4 * r + e % 4] |= static_cast<uint8_t>(bit << (4 * (e / 16) + e % 16 / 4));
+    }
+  }
+}
+
+// Q2_K, row r of one super-block: dmin, the 16 scale | min << 4 bytes, then the 2-bit planes.
+void put_q2_k_row(const BlockQ2_K& b, int r, uint8_t* out) {
+  std::memcpy(out + packed::kQ2kDminOffset + r * sizeof(fp16_t), &b.dmin, sizeof(fp16_t));
+  for (int h = 0; h < 16; ++h) out[packed::kQ2kScOffset + 16 * h + r] = b.scales[h];
+  for (int j = 0; j < 8; ++j) {
+    uint8_t* lo = sub_block_quants<packed::Kind::Q2_K>(out, j);
+    for (int e = 0; e < 32; ++e) put_low2(lo, r, e, k_low2(b.qs, 32 * j + e));
+  }
+}
+
 // The super-block kinds: group g of type's rows (nb 32-column blocks, a multiple of 8).
 void repack_super_group(TensorType type, const uint8_t* src, size_t src_row_stride, int64_t n_out, int64_t g,
                         int64_t nb, uint8_t* dst) {
@@ -215,6 +257,10 @@ void repack_super_group(TensorType type, const uint8_t* src, size_t src_row_stri
                                                            put_iq4_xs_row);
     case TensorType::Q6_K:
       return repack_super_group<BlockQ6_K, Kind::Q6_K>(src, src_row_stride, n_out, g, n, dst, put_q6_k_row);
+    case TensorType::Q3_K:
+      return repack_super_group<BlockQ3_K, Kind::Q3_K>(src, src_row_stride, n_out, g, n, dst, put_q3_k_row);
+    case TensorType::Q2_K:
+      return repack_super_group<BlockQ2_K, Kind::Q2_K>(src, src_row_stride, n_out, g, n, dst, put_q2_k_row);
     default:
       STRATA_CHECK(false, "type ", type_name(type), " has no super-block layout");
   }
@@ -222,7 +268,7 @@ void repack_super_group(TensorType type, const uint8_t* src, size_t src_row_stri
 
 bool is_super_type(TensorType type) {
   return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::IQ4_XS ||
-         type == TensorType::Q6_K;
+         type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K;
 }
 
 }  // namespace
@@ -241,6 +287,8 @@ bool packable_type(TensorType type) {
     case TensorType::Q5_K:
     case TensorType::IQ4_XS:
     case TensorType::Q6_K:
+    case TensorType::Q3_K:
+    case TensorType::Q2_K:
     case TensorType::MXFP4:
       return true;
 #endif
@@ -270,6 +318,8 @@ int packed_zero_point(TensorType type) {
     case TensorType::MXFP4:
       return 128;
     case TensorType::Q6_K:
+    case TensorType::Q3_K:
+    case TensorType::Q2_K:
       return kPackedHalfSums;
     default:
       return 0;
