@@ -80,15 +80,9 @@ TEST(IsaLevels, SetLevelClamps) {
 // kernels.
 TEST(IsaLevels, MatmulReportsTheKernelsItRuns) {
   const IsaLevel saved = isa_level();
-  std::vector<TensorType> interleaved_types{TensorType::Q4_0};
-#if defined(__x86_64__)
-  interleaved_types.push_back(TensorType::Q4_K);
-  interleaved_types.push_back(TensorType::IQ4_XS);
-  interleaved_types.push_back(TensorType::Q5_K);
-  interleaved_types.push_back(TensorType::Q6_K);
-  interleaved_types.push_back(TensorType::Q3_K);
-  interleaved_types.push_back(TensorType::Q2_K);
-#endif
+  const std::vector<TensorType> interleaved_types{TensorType::Q4_0, TensorType::Q4_K, TensorType::IQ4_XS,
+                                                  TensorType::Q5_K, TensorType::Q6_K, TensorType::Q3_K,
+                                                  TensorType::Q2_K};
   // A type with no interleaved layout at any level.
   constexpr TensorType kRowsOnly = TensorType::IQ3_S;
   std::vector<uint8_t> rows_only(row_bytes(kRowsOnly, 256) * 16);

@@ -192,15 +192,16 @@ TEST(MatmulPack, InterleavedCopyCostsNoMoreThanTheSource) {
   }
 }
 
-#if defined(__x86_64__)
 // The super-blocks carry their scales unpacked: per 16 rows of 256 columns, Q4_K 2368 bytes
 // (2.8% more than the 16 x 144 source bytes), Q5_K 2880 (2.3% more than 16 x 176), IQ4_XS 2208 (1.5% more
-// than 16 x 136), Q6_K 3360 (as many as 16 x 210); a partial last group is stored whole.
+// than 16 x 136), Q6_K 3360 (as many as 16 x 210), Q3_K 1824 (3.6% more than 16 x 110), Q2_K 1344
+// (as many as 16 x 84); a partial last group is stored whole.
 TEST(MatmulPack, InterleavedSuperBlockCopySize) {
   const int64_t n_in = 512;
   for (const auto& [t, packed_bytes] :
        {std::pair{TensorType::Q4_K, size_t{2368}}, std::pair{TensorType::IQ4_XS, size_t{2208}},
-        std::pair{TensorType::Q5_K, size_t{2880}}, std::pair{TensorType::Q6_K, size_t{3360}}})
+        std::pair{TensorType::Q5_K, size_t{2880}}, std::pair{TensorType::Q6_K, size_t{3360}},
+        std::pair{TensorType::Q3_K, size_t{1824}}, std::pair{TensorType::Q2_K, size_t{1344}}})
     for (int64_t n_out : {int64_t{32}, int64_t{17}}) {
       std::vector<uint8_t> w(row_bytes(t, n_in) * static_cast<size_t>(n_out));
       fill_random_rows(t, n_in, n_out, row_bytes(t, n_in), w.data(), 5);
@@ -237,12 +238,13 @@ TEST(MatmulPack, Mxfp4InterleavesOnlyScalesThatFp16Holds) {
   }
 }
 
-// A model's Q4_K, Q5_K, IQ4_XS, Q6_K and MXFP4 matrices multiply interleaved wherever a SIMD level runs
-// (prefill is compute-bound: the row kernels' per-row horizontal sums are the cost this removes).
+// A model's Q2_K..Q6_K, IQ4_XS and MXFP4 matrices multiply interleaved wherever a SIMD level runs
+// (prefill is compute-bound: the row kernels' per-row horizontal sums are the cost this removes;
+// on aarch64 those types have no SIMD row kernels at all).
 TEST(MatmulPack, AutoInterleavesSuperBlocksAtEverySimdLevel) {
   IsaGuard guard;
-  for (TensorType t :
-       {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K, TensorType::MXFP4}) {
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K,
+                       TensorType::Q3_K, TensorType::Q2_K, TensorType::MXFP4}) {
     std::vector<uint8_t> w(row_bytes(t, 256) * 16);
     fill_random_rows(t, 256, 16, row_bytes(t, 256), w.data(), 6);
     for (IsaLevel isa : testing::arch_isa_levels()) {
@@ -253,7 +255,6 @@ TEST(MatmulPack, AutoInterleavesSuperBlocksAtEverySimdLevel) {
     }
   }
 }
-#endif
 
 // STRATA_ISA is read once per process, so each level runs this binary again with the variable
 // set and only the (otherwise disabled) probe below, which checks the level, the kernels it

@@ -106,14 +106,10 @@ TEST_P(Packed, ActivationQuantizerMatchesRowQuantizer) {
     }
 }
 
-// The 32-column kinds: the legacy types, and on x86 MXFP4 (IQ4_NL's layout with its own table).
+// The 32-column kinds: the legacy types and MXFP4 (IQ4_NL's layout with its own table).
 std::vector<TensorType> block_types() {
-  std::vector<TensorType> out = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
-                                 TensorType::Q5_1, TensorType::Q8_0, TensorType::IQ4_NL};
-#if defined(__x86_64__)
-  out.push_back(TensorType::MXFP4);
-#endif
-  return out;
+  return {TensorType::Q4_0, TensorType::Q4_1,   TensorType::Q5_0, TensorType::Q5_1,
+          TensorType::Q8_0, TensorType::IQ4_NL, TensorType::MXFP4};
 }
 
 INSTANTIATE_TEST_SUITE_P(LegacyTypes, Packed, ::testing::ValuesIn(block_types()),

@@ -13,7 +13,6 @@
 #include "quant/blocks.h"
 #include "test_kernels_util.h"
 
-#if defined(__x86_64__)
 namespace strata::cpu {
 namespace {
 
@@ -161,4 +160,3 @@ INSTANTIATE_TEST_SUITE_P(Levels, PackedSuperLevel, ::testing::ValuesIn(super_cas
 
 }  // namespace
 }  // namespace strata::cpu
-#endif

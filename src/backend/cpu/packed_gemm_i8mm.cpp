@@ -26,9 +26,9 @@ static inline void zip_pairs(int8x16_t x, int8x16_t y, int8x16_t& rows01, int8x1
   rows23 = vreinterpretq_s8_s32(vzip2q_s32(xi, yi));
 }
 
-// acc[p] += the exact 2 x 2 products of row pair p with the token pair over one block.
-// a0 / a1: the two tokens' 32 quants (a1 == nullptr: no second token).
-template <Kind K>
+// acc[p] += the exact 2 x 2 products of row pair p with the token pair over one block (P: only
+// its element half P). a0 / a1: the two tokens' 32 quants (a1 == nullptr: no second token).
+template <Kind K, Part P>
 static inline void block_mmla(int32x4_t (&acc)[8], const uint8_t* qs, const int8_t* a0, const int8_t* a1) {
   int8x16_t act[4];  // element octets 8m..8m+7 of both tokens
   for (int m = 0; m < 4; ++m)
@@ -36,8 +36,8 @@ static inline void block_mmla(int32x4_t (&acc)[8], const uint8_t* qs, const int8
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q) {
     // Groups (2m, 2m+1) as consecutive signed registers: for the 4-bit layouts chunks (j, j+1)
-    // give groups j, j+1 (low nibbles) and j+4, j+5 (high nibbles); for Q8_0 chunk pair
-    // (2m, 2m+1) is groups 2m, 2m+1 directly.
+    // give groups j, j+1 (low nibbles) and j+4, j+5 (high nibbles), as the element halves of the
+    // half-scaled kinds do; for Q8_0 chunk pair (2m, 2m+1) is groups 2m, 2m+1 directly.
 #pragma GCC unroll 2
     for (int j = 0; j < 4; j += 2) {
       int8x16_t lo0, hi0, lo1, hi1;
@@ -53,24 +53,50 @@ static inline void block_mmla(int32x4_t (&acc)[8], const uint8_t* qs, const int8
         acc[2 * q] = vmmlaq_s32(acc[2 * q], p01, act[j + 1]);
         acc[2 * q + 1] = vmmlaq_s32(acc[2 * q + 1], p23, act[j + 1]);
       } else {
-        zip_pairs(lo0, lo1, p01, p23);  // groups j, j+1: octet j / 2
-        acc[2 * q] = vmmlaq_s32(acc[2 * q], p01, act[j / 2]);
-        acc[2 * q + 1] = vmmlaq_s32(acc[2 * q + 1], p23, act[j / 2]);
-        zip_pairs(hi0, hi1, p01, p23);  // groups j+4, j+5: octet 2 + j / 2
-        acc[2 * q] = vmmlaq_s32(acc[2 * q], p01, act[2 + j / 2]);
-        acc[2 * q + 1] = vmmlaq_s32(acc[2 * q + 1], p23, act[2 + j / 2]);
+        if constexpr (P != kHiHalf) {
+          zip_pairs(lo0, lo1, p01, p23);  // groups j, j+1: octet j / 2
+          acc[2 * q] = vmmlaq_s32(acc[2 * q], p01, act[j / 2]);
+          acc[2 * q + 1] = vmmlaq_s32(acc[2 * q + 1], p23, act[j / 2]);
+        }
+        if constexpr (P != kLoHalf) {
+          zip_pairs(hi0, hi1, p01, p23);  // groups j+4, j+5: octet 2 + j / 2
+          acc[2 * q] = vmmlaq_s32(acc[2 * q], p01, act[2 + j / 2]);
+          acc[2 * q + 1] = vmmlaq_s32(acc[2 * q + 1], p23, act[2 + j / 2]);
+        }
       }
     }
   }
 }
 
-// Lanes (r, c), (r, c+1), (r+1, c), (r+1, c+1) of the scales of rows r, r+1 x tokens c, c+1.
-static inline float32x4_t pair_scales(const uint8_t* blk, int r, float t0, float t1) {
-  fp16_t h[2];
-  std::memcpy(h, blk + 2 * r, 4);
-  const float32x4_t rows = {fp16_to_f32(h[0]), fp16_to_f32(h[0]), fp16_to_f32(h[1]), fp16_to_f32(h[1])};
-  const float32x4_t toks = {t0, t1, t0, t1};
-  return vmulq_f32(rows, toks);
+// Row factors f (rows 4q..4q+3) in the lane order of row pairs 2q and 2q + 1 times tokens
+// (t0, t1): (r, c), (r, c+1), (r+1, c), (r+1, c+1).
+static inline void pair_lanes(float32x4_t f, float32x4_t toks, float32x4_t& p0, float32x4_t& p1) {
+  p0 = vmulq_f32(vzip1q_f32(f, f), toks);
+  p1 = vmulq_f32(vzip2q_f32(f, f), toks);
+}
+
+// accf[p] += the block's (element half P's) sums scaled by d_w * d_a, plus the min term.
+template <Kind K, Part P>
+static inline void block_part(float32x4_t (&accf)[8], const UnitPtr<K>& u, const int8_t* aq,
+                              const PackedActMeta* am, bool two) {
+  int32x4_t acc[8];
+  for (int p = 0; p < 8; ++p) acc[p] = vdupq_n_s32(0);
+  block_mmla<K, P>(acc, u.qs, aq, two ? aq + 32 : nullptr);
+  const float32x4_t da = {am[0].d, two ? am[1].d : 0.0f, am[0].d, two ? am[1].d : 0.0f};
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    float32x4_t s0, s1;
+    pair_lanes(unit_scale<K, P>(u.blk, u.j, q), da, s0, s1);
+    accf[2 * q] = vfmaq_f32(accf[2 * q], vcvtq_f32_s32(acc[2 * q]), s0);
+    accf[2 * q + 1] = vfmaq_f32(accf[2 * q + 1], vcvtq_f32_s32(acc[2 * q + 1]), s1);
+    if constexpr (kNeonMin<K>) {
+      const float m0 = min_factor<K, P>(am[0]), m1 = two ? min_factor<K, P>(am[1]) : 0.0f;
+      const float32x4_t ma = {m0, m1, m0, m1}, mw = unit_min<K, P>(u.blk, u.j, q);
+      const float32x4_t w0 = vzip1q_f32(mw, mw), w1 = vzip2q_f32(mw, mw);
+      accf[2 * q] = vfmaq_f32(accf[2 * q], w0, ma);
+      accf[2 * q + 1] = vfmaq_f32(accf[2 * q + 1], w1, ma);
+    }
+  }
 }
 
 template <Kind K>
@@ -78,25 +104,10 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
           size_t y_stride, int n_rows) {
   float32x4_t accf[8];
   for (int p = 0; p < 8; ++p) accf[p] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
-    int32x4_t acc[8];
-    for (int p = 0; p < 8; ++p) acc[p] = vdupq_n_s32(0);
-    block_mmla<K>(acc, w + kQsOffset<K>, aq, two ? aq + 32 : nullptr);
-    const float d1 = two ? am[1].d : 0.0f;
-#pragma GCC unroll 8
-    for (int p = 0; p < 8; ++p) {
-      const float32x4_t dw_da = pair_scales(w, 2 * p, am[0].d, d1);
-      accf[p] = vfmaq_f32(accf[p], vcvtq_f32_s32(acc[p]), dw_da);
-      if constexpr (kHasMin<K>) {
-        const float s0 = std::bit_cast<float>(am[0].extra),
-                    s1 = two ? std::bit_cast<float>(am[1].extra) : 0.0f;
-        fp16_t h[2];
-        std::memcpy(h, w + 32 + 4 * p, 4);
-        const float32x4_t mw = {fp16_to_f32(h[0]), fp16_to_f32(h[0]), fp16_to_f32(h[1]), fp16_to_f32(h[1])};
-        const float32x4_t sa = {s0, s1, s0, s1};
-        accf[p] = vfmaq_f32(accf[p], mw, sa);
-      }
-    }
+  for (int64_t b = 0; b < nb; ++b, aq += kPackCols * 32, am += kPackCols) {
+    const UnitPtr<K> u = unit_at<K>(w, b);
+    block_part<K, kFirstPart<K>>(accf, u, aq, am, two);
+    if constexpr (kHalfScaled<K>) block_part<K, kHiHalf>(accf, u, aq, am, two);
   }
   for (int p = 0; p < 8; ++p) {
     float v[4];
@@ -122,7 +133,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_i8mm(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  with_kind(type, [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
+  with_any_kind(type,
+                [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
 }  // namespace strata::cpu

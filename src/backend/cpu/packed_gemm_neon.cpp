@@ -33,30 +33,39 @@ static inline int8x16_t group4(const int8_t* aq, int g) {
   return vreinterpretq_s8_s32(vdupq_n_s32(v));
 }
 
+// accf[q] += the block's (element half P's) exact sums for rows 4q..4q+3, times the weight and
+// activation scales, plus the min term. a: the token's 8 element groups.
+template <Kind K, Part P>
+static inline void block_part(float32x4_t (&accf)[4], const UnitPtr<K>& u, const int8x16_t (&a)[8],
+                              const PackedActMeta* am) {
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    int32x4_t lo_rows = vdupq_n_s32(0), hi_rows = vdupq_n_s32(0);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      int8x16_t lo, hi;
+      signed_quads<K>(u.qs, j, q, lo, hi);
+      if constexpr (P != kHiHalf) dot4(lo_rows, hi_rows, lo, a[lo_group<K>(j)]);
+      if constexpr (P != kLoHalf) dot4(lo_rows, hi_rows, hi, a[hi_group<K>(j)]);
+    }
+    const int32x4_t sums = vpaddq_s32(lo_rows, hi_rows);  // rows 4q..4q+3
+    accf[q] = vfmaq_f32(accf[q], vcvtq_f32_s32(sums), vmulq_n_f32(unit_scale<K, P>(u.blk, u.j, q), am->d));
+    if constexpr (kNeonMin<K>)
+      accf[q] = vfmaq_n_f32(accf[q], unit_min<K, P>(u.blk, u.j, q), min_factor<K, P>(*am));
+  }
+}
+
 template <Kind K>
 void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y, int n_rows) {
   float32x4_t accf[4];
   for (int q = 0; q < 4; ++q) accf[q] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < nb; ++b, w += kBlockBytes<K>, aq += kPackCols * 32, am += kPackCols) {
+  for (int64_t b = 0; b < nb; ++b, aq += kPackCols * 32, am += kPackCols) {
     int8x16_t a[8];
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) a[g] = group4(aq, g);
-    const uint8_t* qs = w + kQsOffset<K>;
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      int32x4_t lo_rows = vdupq_n_s32(0), hi_rows = vdupq_n_s32(0);
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        int8x16_t lo, hi;
-        signed_quads<K>(qs, j, q, lo, hi);
-        dot4(lo_rows, hi_rows, lo, a[lo_group<K>(j)]);
-        dot4(lo_rows, hi_rows, hi, a[hi_group<K>(j)]);
-      }
-      const int32x4_t sums = vpaddq_s32(lo_rows, hi_rows);  // rows 4q..4q+3
-      accf[q] = vfmaq_f32(accf[q], vcvtq_f32_s32(sums), vmulq_n_f32(quad_scales(w, q), am->d));
-      if constexpr (kHasMin<K>)
-        accf[q] = vfmaq_f32(accf[q], quad_scales(w + 32, q), vdupq_n_f32(std::bit_cast<float>(am->extra)));
-    }
+    const UnitPtr<K> u = unit_at<K>(w, b);
+    block_part<K, kFirstPart<K>>(accf, u, a, am);
+    if constexpr (kHalfScaled<K>) block_part<K, kHiHalf>(accf, u, a, am);
   }
   for (int q = 0; 4 * q < n_rows; ++q) store_quad(accf[q], y, 4 * q, n_rows);
 }
@@ -72,7 +81,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_neon(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  with_kind(type, [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
+  with_any_kind(type,
+                [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
 // Bit-identical to quantize_packed_act_scalar: same amax, d, x * (1 / d) rounded to nearest even

@@ -9,32 +9,32 @@
 //   Q5_1: d[16] | m[16] | qs | qh as Q5_0                                               384 bytes
 //   Q8_0: d[16] | qs chunk k=0..7: row r -> source qs[4k..4k+3] XOR 0x80 (q + 128)       544 bytes
 //   IQ4_NL: as Q4_0 (the nibbles index kIq4nlValues)                                    288 bytes
-//   MXFP4 (x86 and scalar only): as IQ4_NL with kMxfp4Values; d is the exact fp16 of
+//   MXFP4: as IQ4_NL with kMxfp4Values; d is the exact fp16 of
 //     2^(e - 128), so a block costs 18 bytes for the source's 17 (packable_data)        288 bytes
-//   Q4_K (x86 and scalar only), one packed block per 256-column super-block:
+//   Q4_K, one packed block per 256-column super-block:
 //     d[16] fp16 | dmin[16] fp16 | sc[8][16] u8 | m[8][16] u8 | 8 x qs as Q4_0         2368 bytes
 //     the 6-bit scales and mins unpacked (row r of 32-column sub-block j at [16 j + r]), so
 //     element e of sub-block j is d * sc[j] * u - dmin * m[j]: exactly the GGUF value, as
 //     Q4_1 with a scale d * sc and a min -dmin * m that the kernels form per sub-block.
-//   Q5_K (x86 and scalar only): Q4_K's super-block with each sub-block's quants followed by
+//   Q5_K: Q4_K's super-block with each sub-block's quants followed by
 //     Q5_0's fifth-bit masks (8 x u64)                                                2880 bytes
-//   IQ4_XS (x86 and scalar only), one packed block per 256-column super-block:
+//   IQ4_XS, one packed block per 256-column super-block:
 //     d[16] fp16 | sc[8][16] i8 | 8 x qs as IQ4_NL                                     2208 bytes
 //     sc is the sub-block's 6-bit scale minus 32, so element e of sub-block j is
 //     d * sc[j] * kIq4nlValues[nibble]: IQ4_NL with a scale d * sc per sub-block.
-//   Q6_K (x86 and scalar only), one packed block per 256-column super-block:
+//   Q6_K, one packed block per 256-column super-block:
 //     d[16] fp16 | sc[16][16] i8 | 8 x (ql[256] as Q4_0 | qh[2][64])                  3360 bytes
 //     sc[h][r]: row r's scale of 16-column half h (sub-block h / 2, element half h % 2). Quant u
 //     (0..63) of element e of a sub-block: its low 4 bits are Q4_0's nibble of e in ql; its high
 //     2 bits are bits 2k..2k+1 of byte 4r + e % 4 of plane e / 16, k = e % 16 / 4. The value is
 //     d * sc * (u - 32): the kernels remove the 32 with the activation's per-half sums.
-//   Q3_K (x86 and scalar only), one packed block per 256-column super-block:
+//   Q3_K, one packed block per 256-column super-block:
 //     d[16] fp16 | sc[16][16] i8 | 8 x (lo[2][64] | hi[64])                           1824 bytes
 //     sc as Q6_K's (the 6-bit scale - 32). Quant u (0..7) of element e of a sub-block: its low 2
 //     bits are bits 2k..2k+1 of byte 4r + e % 4 of lo plane e / 16 (k = e % 16 / 4), its third
 //     bit (GGUF's hmask bit) is bit 4 (e / 16) + k of that byte of hi. The value is
 //     d * sc * (u - 4), the 4 removed as Q6_K's 32.
-//   Q2_K (x86 and scalar only), one packed block per 256-column super-block:
+//   Q2_K, one packed block per 256-column super-block:
 //     d[16] fp16 | dmin[16] fp16 | sc[16][16] u8 | 8 x lo[2][64] as Q3_K's               1344 bytes
 //     sc: GGUF's byte (scale | min << 4) of each half; the value is d * scale * u - dmin * min,
 //     the min multiplied by the activation's half sum.

@@ -114,8 +114,8 @@ static inline void with_kind(TensorType type, F&& f) {
   }
 }
 
-// with_kind, the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K, Q2_K) and MXFP4: for the x86 levels that
-// implement them (AVX2, AVX-VNNI, AVX-512; the AMX level runs the AVX-512 kernel for them).
+// with_kind, the super-block kinds (Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K, Q2_K) and MXFP4: every level
+// but AMX's tiles implements them (the AMX level runs the AVX-512 kernel for them).
 template <class F>
 static inline void with_any_kind(TensorType type, F&& f) {
   if (type == TensorType::Q4_K) return f(std::integral_constant<Kind, Kind::Q4_K>{});

@@ -281,9 +281,7 @@ bool packable_type(TensorType type) {
     case TensorType::Q5_0:
     case TensorType::Q5_1:
     case TensorType::Q8_0:
-      return true;
-#if defined(__x86_64__)
-    case TensorType::Q4_K:  // the NEON levels have no super-block or MXFP4 kernel
+    case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::IQ4_XS:
     case TensorType::Q6_K:
@@ -291,7 +289,6 @@ bool packable_type(TensorType type) {
     case TensorType::Q2_K:
     case TensorType::MXFP4:
       return true;
-#endif
     default:
       return false;
   }
