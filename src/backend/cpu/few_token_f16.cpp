@@ -16,6 +16,14 @@ const FewTokenF16Kernels* few_token_f16_kernels(IsaLevel level) {
     default:
       return nullptr;
   }
+#elif defined(__aarch64__)
+  // Every aarch64 level's F16 tile is the NEON one.
+  switch (resolved_isa(TensorType::F16, level)) {
+    case IsaLevel::Neon:
+      return &few_token_f16_kernels_neon();
+    default:
+      return nullptr;
+  }
 #else
   (void)level;
   return nullptr;

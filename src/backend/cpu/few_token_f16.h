@@ -39,5 +39,6 @@ const FewTokenF16Kernels* few_token_f16_kernels(IsaLevel level);
 // Per-ISA getters (few_token_f16_<isa>.cpp).
 const FewTokenF16Kernels& few_token_f16_kernels_avx2();
 const FewTokenF16Kernels& few_token_f16_kernels_avx512();
+const FewTokenF16Kernels& few_token_f16_kernels_neon();
 
 }  // namespace strata::cpu

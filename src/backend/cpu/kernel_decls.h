@@ -14,12 +14,15 @@ namespace strata::cpu {
 const TypeKernels& f32_kernels_scalar();
 const TypeKernels& f32_kernels_avx2();
 const TypeKernels& f32_kernels_avx512();
+const TypeKernels& f32_kernels_neon();
 const TypeKernels& f16_kernels_scalar();
 const TypeKernels& f16_kernels_avx2();
 const TypeKernels& f16_kernels_avx512();
+const TypeKernels& f16_kernels_neon();
 const TypeKernels& bf16_kernels_scalar();
 const TypeKernels& bf16_kernels_avx2();
 const TypeKernels& bf16_kernels_avx512();
+const TypeKernels& bf16_kernels_neon();
 const TypeKernels& q4_0_kernels_scalar();
 const TypeKernels& q4_0_kernels_avx2();
 const TypeKernels& q4_0_kernels_avx512();

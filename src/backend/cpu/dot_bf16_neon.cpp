@@ -1,0 +1,40 @@
+// NEON kernels for BF16 weights against BF16 activations (widened by a 16-bit shift, FMA); the
+// tile is float_tile_neon.h's.
+#include <cstring>
+
+#include "backend/cpu/float_tile_neon.h"
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/tile_dispatch.h"
+#include "core/fp16.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kElemBytes = 2;
+  static float32x4_t load4(const uint8_t* p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)), 16));
+  }
+  static float elem(const uint8_t* p, int64_t i) {
+    bf16_t h;
+    std::memcpy(&h, p + i * 2, 2);
+    return bf16_to_f32(h);
+  }
+};
+
+using Tile = FloatTileNeon<Ops>;
+constexpr TypeKernels kKernels{
+    TensorType::BF16,
+    quantize_row_bf16_scalar,
+    tile_vec_dot<Tile>,
+    dispatch_tile_wide_decode<Tile, kNeonFloatDecodeRows, kNeonFloatTileRows, kNeonFloatTileCols>,
+    kNeonFloatDecodeRows,
+    kNeonFloatTileCols};
+
+}  // namespace
+
+const TypeKernels& bf16_kernels_neon() {
+  return kKernels;
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,36 @@
+// NEON kernels for F32 weights against F32 activations; the tile is float_tile_neon.h's.
+#include <cstring>
+
+#include "backend/cpu/float_tile_neon.h"
+#include "backend/cpu/kernel_decls.h"
+#include "backend/cpu/tile_dispatch.h"
+
+namespace strata::cpu {
+namespace {
+
+struct Ops {
+  static constexpr size_t kElemBytes = 4;
+  static float32x4_t load4(const uint8_t* p) { return vld1q_f32(reinterpret_cast<const float*>(p)); }
+  static float elem(const uint8_t* p, int64_t i) {
+    float v;
+    std::memcpy(&v, p + i * 4, 4);
+    return v;
+  }
+};
+
+using Tile = FloatTileNeon<Ops>;
+constexpr TypeKernels kKernels{
+    TensorType::F32,
+    quantize_row_f32,
+    tile_vec_dot<Tile>,
+    dispatch_tile_wide_decode<Tile, kNeonFloatDecodeRows, kNeonFloatTileRows, kNeonFloatTileCols>,
+    kNeonFloatDecodeRows,
+    kNeonFloatTileCols};
+
+}  // namespace
+
+const TypeKernels& f32_kernels_neon() {
+  return kKernels;
+}
+
+}  // namespace strata::cpu
