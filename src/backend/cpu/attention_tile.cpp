@@ -77,8 +77,14 @@ const AttentionTileKernels& attention_tile_kernels(IsaLevel isa) {
     case IsaLevel::Avx2:
       return attention_tile_kernels_avx2();
 #endif
+#if defined(__aarch64__)  // every aarch64 level runs the NEON kernels here
+    case IsaLevel::Neon:
+    case IsaLevel::NeonDotprod:
+    case IsaLevel::NeonI8mm:
+      return attention_tile_kernels_neon();
+#endif
     case IsaLevel::Scalar:
-    default:  // the scalar reference (aarch64 levels included)
+    default:
       break;
   }
   return attention_tile_kernels_scalar();

@@ -2,7 +2,7 @@
 // ISA level: scores of up to kRowsPerPass query rows against an f32 K tile, the online-softmax
 // update of those rows, and the weighted sum of the V tile into their accumulators.
 //
-// attention_tile.cpp is the scalar reference; attention_tile_avx2.cpp / _avx512.cpp are the SIMD
+// attention_tile.cpp is the scalar reference; attention_tile_avx2.cpp / _avx512.cpp / _neon.cpp are the SIMD
 // versions, tested against it (tests/backend/test_attention_tile.cpp). In every version a row's
 // operations are the same whatever the other rows are (batch invariance).
 #pragma once
@@ -43,9 +43,11 @@ inline const AttentionTileKernels& attention_tile_kernels() {
   return attention_tile_kernels(isa_level());
 }
 
-// Per-ISA tables (attention_tile.cpp, attention_tile_avx2.cpp, attention_tile_avx512.cpp).
+// Per-ISA tables (attention_tile.cpp, attention_tile_avx2.cpp, attention_tile_avx512.cpp,
+// attention_tile_neon.cpp).
 const AttentionTileKernels& attention_tile_kernels_scalar();
 const AttentionTileKernels& attention_tile_kernels_avx2();
 const AttentionTileKernels& attention_tile_kernels_avx512();
+const AttentionTileKernels& attention_tile_kernels_neon();
 
 }  // namespace strata::cpu
