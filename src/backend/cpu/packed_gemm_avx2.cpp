@@ -263,8 +263,9 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
 // group. aq / am: the tile's first token of this call (token c at +32c / +c).
 template <Kind K, int NH, int NC>
-void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
-          size_t y_stride, int n_rows) {
+[[gnu::always_inline]] inline void tile_body(const uint8_t* w, int64_t nb, const int8_t* aq,
+                                             const PackedActMeta* am, int h0, float* y, size_t y_stride,
+                                             int n_rows) {
   __m256 accf[NH][NC];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
@@ -344,6 +345,32 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       }
     }
   }
+}
+
+// The tiles of several tokens are compiled without temporary-expression replacement at RTL
+// expansion (-fno-tree-ter): with it GCC 12 emitted a 4-token Q4_0 tile's 32 vpmaddubsw of a
+// block ahead of their sums and spilled the products (73 stack accesses in the loop, 20
+// without; Q4_K 82 -> 24, IQ4_XS 83 -> 28). The 512-token Q4_0 GEMM on Zen 5 ran 377-409 ->
+// 576-615 GOP/s (BENCHMARKS.md, 2026-12-05). The one-token tiles keep the default: without it
+// their whole-model Q4_K_M decode ran ~5% slower.
+template <Kind K, int NH, int NC>
+[[gnu::optimize("no-tree-ter")]] void tile_tokens(const uint8_t* w, int64_t nb, const int8_t* aq,
+                                                  const PackedActMeta* am, int h0, float* y, size_t y_stride,
+                                                  int n_rows) {
+  tile_body<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows);
+}
+template <Kind K, int NH>
+void tile_one_token(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
+                    size_t y_stride, int n_rows) {
+  tile_body<K, NH, 1>(w, nb, aq, am, h0, y, y_stride, n_rows);
+}
+template <Kind K, int NH, int NC>
+void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
+          size_t y_stride, int n_rows) {
+  if constexpr (NC == 1)
+    tile_one_token<K, NH>(w, nb, aq, am, h0, y, y_stride, n_rows);
+  else
+    tile_tokens<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows);
 }
 
 // One group x nc tokens: decode (one token) does both halves in one pass; otherwise each half
