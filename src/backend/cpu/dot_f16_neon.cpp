@@ -4,7 +4,6 @@
 
 #include "backend/cpu/float_tile_neon.h"
 #include "backend/cpu/kernel_decls.h"
-#include "backend/cpu/tile_dispatch.h"
 #include "core/fp16.h"
 
 namespace strata::cpu {
@@ -22,14 +21,7 @@ struct Ops {
   }
 };
 
-using Tile = FloatTileNeon<Ops>;
-constexpr TypeKernels kKernels{
-    TensorType::F16,
-    quantize_row_f16_scalar,
-    tile_vec_dot<Tile>,
-    dispatch_tile_wide_decode<Tile, kNeonFloatDecodeRows, kNeonFloatTileRows, kNeonFloatTileCols>,
-    kNeonFloatDecodeRows,
-    kNeonFloatTileCols};
+constexpr TypeKernels kKernels = float_kernels_neon<Ops>(TensorType::F16, quantize_row_f16_scalar);
 
 }  // namespace
 

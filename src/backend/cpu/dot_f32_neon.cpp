@@ -3,7 +3,6 @@
 
 #include "backend/cpu/float_tile_neon.h"
 #include "backend/cpu/kernel_decls.h"
-#include "backend/cpu/tile_dispatch.h"
 
 namespace strata::cpu {
 namespace {
@@ -18,14 +17,7 @@ struct Ops {
   }
 };
 
-using Tile = FloatTileNeon<Ops>;
-constexpr TypeKernels kKernels{
-    TensorType::F32,
-    quantize_row_f32,
-    tile_vec_dot<Tile>,
-    dispatch_tile_wide_decode<Tile, kNeonFloatDecodeRows, kNeonFloatTileRows, kNeonFloatTileCols>,
-    kNeonFloatDecodeRows,
-    kNeonFloatTileCols};
+constexpr TypeKernels kKernels = float_kernels_neon<Ops>(TensorType::F32, quantize_row_f32);
 
 }  // namespace
 

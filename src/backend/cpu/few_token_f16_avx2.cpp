@@ -5,9 +5,8 @@
 
 #include <cstring>
 
-#include "backend/cpu/few_token_f16.h"
+#include "backend/cpu/few_token_f16_tile.h"
 #include "backend/cpu/simd_avx2.h"
-#include "backend/cpu/tile_dispatch.h"
 #include "core/fp16.h"
 
 namespace strata::cpu {
@@ -16,12 +15,6 @@ namespace {
 // 2 weight rows x 6 tokens: 12 accumulators + 2 widened weight vectors of the 16 registers; one
 // conversion per 6 FMAs (the F16 tile spends one per 1.3).
 constexpr int kTileRows = 2, kTileCols = 6;
-
-float half_at(const uint8_t* p, int64_t i) {
-  fp16_t h;
-  std::memcpy(&h, p + i * 2, 2);
-  return fp16_to_f32(h);
-}
 
 struct Tile {
   // w: [NR][n] F16, ws bytes apart; a: [NC][n] floats, as bytes apart; out[c * os + r].
@@ -64,12 +57,7 @@ void widen(const void* h, float* x, int64_t n) {
   for (; i < n; ++i) x[i] = half_at(in, i);
 }
 
-void gemm(int64_t n, int nr, int nc, const void* w, size_t ws, const float* a, size_t as, float* out,
-          size_t os) {
-  dispatch_tile<Tile, kTileRows, kTileCols>(n, nr, nc, w, ws, a, as * sizeof(float), out, os);
-}
-
-constexpr FewTokenF16Kernels kKernels{widen, gemm, kTileRows};
+constexpr FewTokenF16Kernels kKernels{widen, few_token_gemm<Tile, kTileRows, kTileCols>, kTileRows};
 
 }  // namespace
 

@@ -7,8 +7,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "backend/cpu/few_token_f16.h"
-#include "backend/cpu/tile_dispatch.h"
+#include "backend/cpu/few_token_f16_tile.h"
 
 namespace strata::cpu {
 namespace {
@@ -65,13 +64,7 @@ void widen(const void* h, float* x, int64_t n) {
   }
 }
 
-void gemm(int64_t n, int nr, int nc, const void* w, size_t ws, const float* a, size_t as, float* out,
-          size_t os) {
-  // dispatch_tile's column chunks are of at most kTileCols: any nc works.
-  dispatch_tile<Tile, kTileRows, kTileCols>(n, nr, nc, w, ws, a, as * sizeof(float), out, os);
-}
-
-constexpr FewTokenF16Kernels kKernels{widen, gemm, kTileRows};
+constexpr FewTokenF16Kernels kKernels{widen, few_token_gemm<Tile, kTileRows, kTileCols>, kTileRows};
 
 }  // namespace
 

@@ -5,8 +5,7 @@
 
 #include <cstring>
 
-#include "backend/cpu/few_token_f16.h"
-#include "backend/cpu/tile_dispatch.h"
+#include "backend/cpu/few_token_f16_tile.h"
 #include "core/fp16.h"
 
 namespace strata::cpu {
@@ -15,12 +14,6 @@ namespace {
 // 4 weight rows x 6 tokens: 24 accumulators + 4 widened weight vectors + one activation of the
 // 32 registers; one conversion per 6 FMAs.
 constexpr int kTileRows = 4, kTileCols = 6;
-
-float half_at(const uint8_t* p, int64_t i) {
-  fp16_t h;
-  std::memcpy(&h, p + i * 2, 2);
-  return fp16_to_f32(h);
-}
 
 float32x4_t widen4(const uint8_t* p) {
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
@@ -64,12 +57,7 @@ void widen(const void* h, float* x, int64_t n) {
   for (; i < n; ++i) x[i] = half_at(in, i);
 }
 
-void gemm(int64_t n, int nr, int nc, const void* w, size_t ws, const float* a, size_t as, float* out,
-          size_t os) {
-  dispatch_tile<Tile, kTileRows, kTileCols>(n, nr, nc, w, ws, a, as * sizeof(float), out, os);
-}
-
-constexpr FewTokenF16Kernels kKernels{widen, gemm, kTileRows};
+constexpr FewTokenF16Kernels kKernels{widen, few_token_gemm<Tile, kTileRows, kTileCols>, kTileRows};
 
 }  // namespace
 

@@ -12,6 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/tile_dispatch.h"
+
 namespace strata::cpu {
 namespace {
 
@@ -52,9 +55,20 @@ struct FloatTileNeon {
   }
 };
 
-// Tiles of every float type at the NEON level: prefill 4 rows x 4 tokens (16 accumulators, 4
-// weight vectors and one activation of the 32 registers); decode streams 8 rows at once.
-constexpr int kNeonFloatDecodeRows = 8, kNeonFloatTileRows = 4, kNeonFloatTileCols = 4;
+// The kernel table of a float type at the NEON level: prefill tiles of 4 rows x 4 tokens (16
+// accumulators, 4 weight vectors and one activation of the 32 registers); decode streams 8 rows
+// at once (tile_dispatch.h).
+template <class Ops>
+constexpr TypeKernels float_kernels_neon(TensorType type, void (*from_float)(const float*, void*, int64_t)) {
+  using Tile = FloatTileNeon<Ops>;
+  constexpr int kDecodeRows = 8, kTileRows = 4, kTileCols = 4;
+  return {type,
+          from_float,
+          tile_vec_dot<Tile>,
+          dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
+          kDecodeRows,
+          kTileCols};
+}
 
 }  // namespace
 }  // namespace strata::cpu
