@@ -117,7 +117,7 @@ static inline __m512i half_quants(const uint8_t* qs) {
 // -dmin * min * d_a * sum(a).
 template <Kind K, int HH, int NC>
 static inline void half_sums(__m512 (&accf)[NC], const uint8_t* w, int j, const int8_t* aq,
-                             const PackedActMeta* am, __m512 d_super) {
+                             const PackedActMeta* am, __m512 d_super, [[maybe_unused]] __m512 neg_dmin) {
   const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
   __m512i acc[NC], acc2[NC];
 #pragma GCC unroll 16
@@ -144,9 +144,6 @@ static inline void half_sums(__m512 (&accf)[NC], const uint8_t* w, int j, const 
   [[maybe_unused]] __m512 mw;
   if constexpr (K == Kind::Q2_K) {
     const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    const __m512 neg_dmin = _mm512_sub_ps(
-        _mm512_setzero_ps(),
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ2kDminOffset))));
     dw = _mm512_mul_ps(d_super, _mm512_cvtepi32_ps(_mm512_and_si512(sc32, _mm512_set1_epi32(0x0f))));
     mw = _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(sc32, 4)));
   } else {
@@ -178,18 +175,19 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     }
-    [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K, Q5_K: -dmin
+    [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K, Q5_K, Q2_K: -dmin
     if constexpr (kSuper<K>)
       d_super = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-    if constexpr (kKScaleMin<K>) {
+    if constexpr (kKScaleMin<K> || K == Kind::Q2_K) {
+      constexpr size_t kDminOffset = K == Kind::Q2_K ? kQ2kDminOffset : kQ4kDminOffset;
       neg_dmin = _mm512_sub_ps(
           _mm512_setzero_ps(),
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kQ4kDminOffset))));
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kDminOffset))));
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if constexpr (kHalfScaled<K>) {
-        half_sums<K, 0, NC>(accf, w, j, aq, am, d_super);
-        half_sums<K, 1, NC>(accf, w, j, aq, am, d_super);
+        half_sums<K, 0, NC>(accf, w, j, aq, am, d_super, neg_dmin);
+        half_sums<K, 1, NC>(accf, w, j, aq, am, d_super, neg_dmin);
       } else {
         const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
         __m512i acc[NC], acc2[NC];

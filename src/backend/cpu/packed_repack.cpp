@@ -204,8 +204,8 @@ int k_low2(const uint8_t* qs, int e) {
   return (qs[32 * n + l] >> (2 * quarter)) & 3;
 }
 
-// Sub-block j's element e (0..31) of row r as 2 low bits in the lo planes (packed_kernels.h),
-// and for Q3_K its third bit in the hi plane.
+// Element e (0..31) of row r of a Q3_K / Q2_K sub-block: its low 2 bits into the lo planes
+// (packed_kernels.h).
 void put_low2(uint8_t* lo, int r, int e, int low2) {
   const int k = e % 16 / 4;
   lo[(e / 16) * kChunkBytes + 4 * r + e % 4] |= static_cast<uint8_t>(low2 << (2 * k));
