@@ -31,6 +31,10 @@ constexpr size_t kL2WeightBudget = 768 * 1024;
 constexpr int64_t kItemsPerThread = 2;
 // Decode (one token tile): the least bytes a work item streams.
 constexpr size_t kMinStreamBytes = 64 * 1024;
+// Up to this many token tiles (batched decode of a few dozen sequences) the interleaved weights
+// are streamed once as in decode, all tiles passing over each group in turn, instead of in
+// L2-sized chunks per panel of tiles, which read the weights from memory once per panel.
+constexpr int64_t kStreamTiles = 4;
 // Below this many weight bytes x tokens a call runs on the calling thread alone: waking the
 // pool would cost more than it saves.
 constexpr size_t kSerialWork = 32 * 1024;
@@ -118,11 +122,11 @@ struct WorkGrid {
   std::pair<int64_t, int64_t> panel(int64_t item) const { return part(n_tiles, n_panels, item % n_panels); }
 };
 
-WorkGrid make_grid(int64_t n_units, size_t unit_bytes, int64_t n_tiles, int nth) {
+WorkGrid make_grid(int64_t n_units, size_t unit_bytes, int64_t n_tiles, int nth, int64_t stream_tiles = 1) {
   WorkGrid g;
   g.n_units = n_units;
   g.n_tiles = n_tiles;
-  if (n_tiles == 1) {
+  if (n_tiles <= stream_tiles) {
     g.guided = true;
     const int64_t min_units =
         std::max<int64_t>(1, static_cast<int64_t>(kMinStreamBytes / std::max<size_t>(unit_bytes, 1)));
@@ -219,7 +223,7 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   const int zero_point = packed_zero_point(w.type());
 
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
-  const WorkGrid grid = make_grid(n_groups, w.group_stride(), n_tiles, serial ? 1 : pool.size());
+  const WorkGrid grid = make_grid(n_groups, w.group_stride(), n_tiles, serial ? 1 : pool.size(), kStreamTiles);
   std::atomic<int64_t> next{0};
   SpinBarrier barrier(serial ? 1 : pool.size());
 
@@ -234,17 +238,22 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
       u0 += b1 - b0;
     }
     barrier.arrive_and_wait();
+    auto group_tile = [&](int64_t g, int64_t t) {
+      const PackedActTile tile{act_qs + t * tile_qs, act_meta + t * tile_meta};
+      const int nc = static_cast<int>(std::min<int64_t>(kPackCols, n_tokens - t * kPackCols));
+      const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, n_out - g * kPackRows));
+      gemm(w.type(), w.data() + g * w.group_stride(), nb, tile, nc, y + t * kPackCols * n_out + g * kPackRows,
+           static_cast<size_t>(n_out), n_rows);
+    };
     for_each_item(next, grid.n_items(), [&](int64_t item) {
       const auto [g0, g1] = grid.chunk(item);
       const auto [t0, t1] = grid.panel(item);
-      for (int64_t t = t0; t < t1; ++t) {
-        const PackedActTile tile{act_qs + t * tile_qs, act_meta + t * tile_meta};
-        const int nc = static_cast<int>(std::min<int64_t>(kPackCols, n_tokens - t * kPackCols));
-        for (int64_t g = g0; g < g1; ++g) {
-          const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, n_out - g * kPackRows));
-          gemm(w.type(), w.data() + g * w.group_stride(), nb, tile, nc,
-               y + t * kPackCols * n_out + g * kPackRows, static_cast<size_t>(n_out), n_rows);
-        }
+      if (grid.guided) {  // streamed once: every tile passes over a group while it is in L1
+        for (int64_t g = g0; g < g1; ++g)
+          for (int64_t t = t0; t < t1; ++t) group_tile(g, t);
+      } else {  // a chunk stays in L2 while the panel's tiles pass over it
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t g = g0; g < g1; ++g) group_tile(g, t);
       }
     });
   });

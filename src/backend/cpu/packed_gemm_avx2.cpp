@@ -261,18 +261,19 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
 }
 
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
-// group. aq / am: the tile's first token of this call (token c at +32c / +c).
+// group. aq / am: the tile's first token of this call (token c at +32c / +c). prefetch: this
+// call is the group's first pass (decode, or the first tile of several), which streams it.
 template <Kind K, int NH, int NC>
 [[gnu::always_inline]] inline void tile_body(const uint8_t* w, int64_t nb, const int8_t* aq,
                                              const PackedActMeta* am, int h0, float* y, size_t y_stride,
-                                             int n_rows) {
+                                             int n_rows, bool prefetch) {
   __m256 accf[NH][NC];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (NC == 1) {  // decode streams the weights: fetch ahead of the hardware prefetcher
+    if (NC == 1 || prefetch) {  // fetch ahead of the hardware prefetcher
 #pragma GCC unroll 9
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
@@ -356,21 +357,21 @@ template <Kind K, int NH, int NC>
 template <Kind K, int NH, int NC>
 [[gnu::optimize("no-tree-ter")]] void tile_tokens(const uint8_t* w, int64_t nb, const int8_t* aq,
                                                   const PackedActMeta* am, int h0, float* y, size_t y_stride,
-                                                  int n_rows) {
-  tile_body<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows);
+                                                  int n_rows, bool prefetch) {
+  tile_body<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows, prefetch);
 }
 template <Kind K, int NH>
 void tile_one_token(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
                     size_t y_stride, int n_rows) {
-  tile_body<K, NH, 1>(w, nb, aq, am, h0, y, y_stride, n_rows);
+  tile_body<K, NH, 1>(w, nb, aq, am, h0, y, y_stride, n_rows, true);
 }
 template <Kind K, int NH, int NC>
 void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
-          size_t y_stride, int n_rows) {
+          size_t y_stride, int n_rows, bool prefetch) {
   if constexpr (NC == 1)
     tile_one_token<K, NH>(w, nb, aq, am, h0, y, y_stride, n_rows);
   else
-    tile_tokens<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows);
+    tile_tokens<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows, prefetch);
 }
 
 // One group x nc tokens: decode (one token) does both halves in one pass; otherwise each half
@@ -381,9 +382,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
   const int n_halves = n_rows > 8 ? 2 : 1;
   if (nc == 1) {
     if (n_halves == 2)
-      tile<K, 2, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows);
+      tile<K, 2, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows, true);
     else
-      tile<K, 1, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows);
+      tile<K, 1, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows, true);
     return;
   }
   constexpr int T = kTileTokens<K>;
@@ -393,18 +394,19 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
     const PackedActMeta* am = a.meta + c0;
     float* yc = y + c0 * y_stride;
     for (int h = 0; h < n_halves; ++h) {
+      const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
       switch (n) {
         case 1:
-          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
           break;
         case 2:
-          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
           break;
         case 3:
-          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
           break;
         default:
-          if constexpr (T >= 4) tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows);
+          if constexpr (T >= 4) tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
           break;
       }
     }

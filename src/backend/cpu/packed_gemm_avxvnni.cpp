@@ -133,10 +133,11 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, co
   }
 }
 
-// y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC.
+// y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC. prefetch:
+// this call is the group's first pass (decode, or the first tile of several), which streams it.
 template <Kind K, int NH, int NC>
 void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y, size_t y_stride,
-          int n_rows) {
+          int n_rows, bool prefetch) {
   constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
   __m256 accf[NH][NC];
 #pragma GCC unroll 2
@@ -144,7 +145,7 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (NC == 1) {
+    if (NC == 1 || prefetch) {
 #pragma GCC unroll 9
       for (size_t off = 0; off < kBlockBytes<K>; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
@@ -209,14 +210,14 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 
 template <Kind K, int NH>
 void tile_n(int n, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
-            size_t y_stride, int n_rows) {
+            size_t y_stride, int n_rows, bool prefetch) {
   switch (n) {
     case 1:
-      return tile<K, NH, 1>(w, nb, aq, am, y, y_stride, n_rows);
+      return tile<K, NH, 1>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
     case 2:
-      return tile<K, NH, 2>(w, nb, aq, am, y, y_stride, n_rows);
+      return tile<K, NH, 2>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
     default:
-      return tile<K, NH, 3>(w, nb, aq, am, y, y_stride, n_rows);
+      return tile<K, NH, 3>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
   }
 }
 
@@ -226,9 +227,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
   for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
     const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
     if (n_rows > 8)
-      tile_n<K, 2>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+      tile_n<K, 2>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows, c0 == 0);
     else
-      tile_n<K, 1>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+      tile_n<K, 1>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows, c0 == 0);
   }
 }
 
