@@ -359,23 +359,30 @@ void BM_DecodeRoofline(benchmark::State& state) {
   set_label(state, *m.mats[0].packed, "tinyllama-1.1b decode vs adjacent read passes");
 }
 
-void BM_ModelPrefill(benchmark::State& state) {
+// The whole model's matrices at n tokens: prefill (512) or one step of batched decode (16
+// sequences), where each step streams the weights from memory once.
+void model_tokens(benchmark::State& state, int64_t n) {
   const TensorType type = type_arg(state.range(0));
   const Model& m = model(type);
-  std::vector<float> x(static_cast<size_t>(5632 * kPrefillTokens)),
-      y(static_cast<size_t>(32000 * kPrefillTokens));
+  std::vector<float> x(static_cast<size_t>(5632 * n)), y(static_cast<size_t>(32000 * n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    forward(m, x.data(), y.data(), kPrefillTokens);
+    forward(m, x.data(), y.data(), n);
     benchmark::DoNotOptimize(y.data());
   }
   const double secs = seconds_since(t0);
-  state.counters["tok/s"] = benchmark::Counter(kPrefillTokens, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GOP/s"] = benchmark::Counter(m.ops_per_token * kPrefillTokens / 1e9,
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOP/s"] = benchmark::Counter(m.ops_per_token * static_cast<double>(n) / 1e9,
                                                benchmark::Counter::kIsIterationInvariantRate);
-  set_peak_fraction(state, type, m.ops_per_token * kPrefillTokens, secs);
-  set_label(state, *m.mats[0].packed, "tinyllama-1.1b prefill 512");
+  set_peak_fraction(state, type, m.ops_per_token * static_cast<double>(n), secs);
+  set_label(state, *m.mats[0].packed, "tinyllama-1.1b, " + std::to_string(n) + " tokens");
+}
+void BM_ModelPrefill(benchmark::State& state) {
+  model_tokens(state, kPrefillTokens);
+}
+void BM_ModelBatchedDecode(benchmark::State& state) {
+  model_tokens(state, 16);
 }
 
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -448,6 +455,7 @@ BENCHMARK(BM_ModelPrefill)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);
+BENCHMARK(BM_ModelBatchedDecode)->Arg(0)->Arg(1)->Arg(5)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 }  // namespace
 }  // namespace strata::bench
