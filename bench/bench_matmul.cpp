@@ -372,7 +372,8 @@ void model_tokens(benchmark::State& state, int64_t n) {
     benchmark::DoNotOptimize(y.data());
   }
   const double secs = seconds_since(t0);
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GOP/s"] = benchmark::Counter(m.ops_per_token * static_cast<double>(n) / 1e9,
                                                benchmark::Counter::kIsIterationInvariantRate);
   set_peak_fraction(state, type, m.ops_per_token * static_cast<double>(n), secs);
@@ -455,7 +456,13 @@ BENCHMARK(BM_ModelPrefill)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);
-BENCHMARK(BM_ModelBatchedDecode)->Arg(0)->Arg(1)->Arg(5)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_ModelBatchedDecode)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
 
 }  // namespace
 }  // namespace strata::bench

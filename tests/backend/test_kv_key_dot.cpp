@@ -19,6 +19,8 @@ std::vector<IsaLevel> levels() {
   std::vector<IsaLevel> out = {IsaLevel::Scalar};
   if (isa_supported(IsaLevel::Avx2)) out.push_back(IsaLevel::Avx2);
   if (isa_supported(IsaLevel::Avx512)) out.push_back(IsaLevel::Avx512);
+  if (isa_supported(IsaLevel::Neon)) out.push_back(IsaLevel::Neon);
+  if (isa_supported(IsaLevel::NeonDotprod)) out.push_back(IsaLevel::NeonDotprod);
   return out;
 }
 

@@ -51,8 +51,15 @@ const KvKeyTileKernels& kv_key_tile_kernels(IsaLevel isa) {
     case IsaLevel::Avx2:
       return kv_key_tile_kernels_avx2();
 #endif
+#if defined(__aarch64__)
+    case IsaLevel::Neon:
+      return kv_key_tile_kernels_neon();
+    case IsaLevel::NeonDotprod:
+    case IsaLevel::NeonI8mm:
+      return kv_key_tile_kernels_dotprod();
+#endif
     case IsaLevel::Scalar:
-    default:  // the scalar reference (aarch64 levels included)
+    default:
       break;
   }
   return kv_key_tile_kernels_scalar();

@@ -1,6 +1,6 @@
 // Attention scores against interleaved Q8_0 / Q4_0 key tiles (kv_layout.h): integer dot products
-// of 16 keys (AVX-512) or 8 keys (AVX2) per vector, one table per ISA level. The scalar version
-// (kv_key_tile.cpp) is the reference the SIMD ones are tested against.
+// of 16 keys (AVX-512), 8 keys (AVX2) or 4 keys (NEON, DotProd) per vector, one table per ISA level. The
+// scalar version (kv_key_tile.cpp) is the reference the SIMD ones are tested against.
 //
 // Queries are quantized per 32-element group as Q8_0 keys are (kv_codec.h: for heads of at most
 // 16, the error-minimising scale of kv_quant_group.h with levels in [-127, 127]; else llama.cpp's
@@ -36,9 +36,12 @@ struct KvKeyTileKernels {
 
 const KvKeyTileKernels& kv_key_tile_kernels(IsaLevel isa);
 
-// Per-ISA tables (kv_key_tile.cpp, kv_key_tile_avx2.cpp, kv_key_tile_avx512.cpp).
+// Per-ISA tables (kv_key_tile.cpp, kv_key_tile_avx2.cpp, kv_key_tile_avx512.cpp,
+// kv_key_tile_neon.cpp, kv_key_tile_dotprod.cpp).
 const KvKeyTileKernels& kv_key_tile_kernels_scalar();
 const KvKeyTileKernels& kv_key_tile_kernels_avx2();
 const KvKeyTileKernels& kv_key_tile_kernels_avx512();
+const KvKeyTileKernels& kv_key_tile_kernels_neon();
+const KvKeyTileKernels& kv_key_tile_kernels_dotprod();
 
 }  // namespace strata::cpu

@@ -223,7 +223,8 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   const int zero_point = packed_zero_point(w.type());
 
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
-  const WorkGrid grid = make_grid(n_groups, w.group_stride(), n_tiles, serial ? 1 : pool.size(), kStreamTiles);
+  const WorkGrid grid =
+      make_grid(n_groups, w.group_stride(), n_tiles, serial ? 1 : pool.size(), kStreamTiles);
   std::atomic<int64_t> next{0};
   SpinBarrier barrier(serial ? 1 : pool.size());
 

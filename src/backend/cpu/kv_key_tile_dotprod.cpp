@@ -1,0 +1,16 @@
+// Armv8.2 DotProd scores against interleaved key tiles (kv_key_tile_neon.h: one sdot per 4 keys
+// and 4 query levels). The I8MM level runs these too.
+#include "backend/cpu/kv_key_tile_neon.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr KvKeyTileKernels kKernels = {prepare_query, neon_scores};
+
+}  // namespace
+
+const KvKeyTileKernels& kv_key_tile_kernels_dotprod() {
+  return kKernels;
+}
+
+}  // namespace strata::cpu
