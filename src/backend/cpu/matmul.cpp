@@ -98,9 +98,10 @@ std::pair<int64_t, int64_t> split_range(int64_t n, int ith, int nth) {
 //  - Several token tiles (prefill): balanced partitions (sizes differ by at most one), an item
 //    count that is a multiple of the thread count, so that equal items keep every thread busy
 //    to the end.
-//  - One token tile (decode): guided chunks, each a fixed share of what is left (first ones a
-//    quarter of the matrix for 2 threads, down to kMinStreamBytes): long sequential streams for
-//    the prefetchers, small last pieces so that a thread slowed down by anything else on the
+//  - Up to stream_tiles token tiles (decode; batched decode in the interleaved layout): guided
+//    chunks, each a fixed share of what is left (first ones a quarter of the matrix for 2
+//    threads, down to kMinStreamBytes), every tile in one item: long sequential streams for the
+//    prefetchers, small last pieces so that a thread slowed down by anything else on the
 //    machine holds the others up little.
 struct WorkGrid {
   static constexpr int kMaxGuided = 64;
