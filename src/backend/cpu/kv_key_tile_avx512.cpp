@@ -72,15 +72,10 @@ void score_chunk(const uint8_t* const* rows, int n_rows, const uint8_t* tile, in
 
 void scores(KvType type, const uint8_t* q, size_t q_stride, int n_rows, const uint8_t* tile, int32_t n_groups,
             int bs, float* s) {
-  alignas(64) static const uint8_t kZeroRow[kMaxQueryGroups * 40] = {};  // a row that scores 0
-  const uint8_t* rows[kRows];
-  for (int r = 0; r < kRows; ++r) rows[r] = r < n_rows ? q + static_cast<size_t>(r) * q_stride : kZeroRow;
-  for (int j0 = 0; j0 < bs; j0 += 16) {
-    if (type == KvType::Q8_0)
-      score_chunk<true>(rows, n_rows, tile, n_groups, bs, j0, s);
-    else
-      score_chunk<false>(rows, n_rows, tile, n_groups, bs, j0, s);
-  }
+  score_in_blocks<kRows, 16>(type, q, q_stride, n_rows, bs, s,
+                             [&](auto q8, const uint8_t* const* rows, int nr, int j0, float* out) {
+                               score_chunk<decltype(q8)::value>(rows, nr, tile, n_groups, bs, j0, out);
+                             });
 }
 
 constexpr KvKeyTileKernels kKernels = {prepare_query, scores};

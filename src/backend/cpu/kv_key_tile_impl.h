@@ -4,8 +4,10 @@
 // Internal linkage only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/block_access.h"
 #include "backend/cpu/kernel_decls.h"
@@ -46,6 +48,27 @@ inline int32_t query_sum(const uint8_t* row, int32_t n_groups, int32_t g) {
   int32_t s;
   std::memcpy(&s, row + static_cast<size_t>(n_groups) * (kQK + 4) + 4 * static_cast<size_t>(g), 4);
   return s;
+}
+
+// The SIMD levels' score loop: query rows kRows at a time (rows past n_rows read a row of zeros:
+// scored, never stored) x chunks of kKeys keys. chunk(std::bool_constant<Q8_0>, rows, n, j0, out)
+// scores keys j0.. of one row block into out, the block's first row of s.
+template <int kRows, int kKeys, class Chunk>
+void score_in_blocks(KvType type, const uint8_t* q, size_t q_stride, int n_rows, int bs, float* s,
+                     const Chunk& chunk) {
+  alignas(64) static const uint8_t kZeroRow[kMaxQueryGroups * 40] = {};
+  for (int r0 = 0; r0 < n_rows; r0 += kRows) {
+    const uint8_t* rows[kRows];
+    for (int r = 0; r < kRows; ++r)
+      rows[r] = r0 + r < n_rows ? q + static_cast<size_t>(r0 + r) * q_stride : kZeroRow;
+    const int nr = std::min(kRows, n_rows - r0);
+    for (int j0 = 0; j0 < bs; j0 += kKeys) {
+      if (type == KvType::Q8_0)
+        chunk(std::true_type{}, rows, nr, j0, s + r0 * bs);
+      else
+        chunk(std::false_type{}, rows, nr, j0, s + r0 * bs);
+    }
+  }
 }
 
 }  // namespace

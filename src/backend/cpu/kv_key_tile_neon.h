@@ -105,19 +105,10 @@ void score_keys(const uint8_t* const* rows, int n_rows, const uint8_t* tile, int
 
 void neon_scores(KvType type, const uint8_t* q, size_t q_stride, int n_rows, const uint8_t* tile,
                  int32_t n_groups, int bs, float* s) {
-  alignas(16) static const uint8_t kZeroRow[kMaxQueryGroups * 40] = {};  // a row that scores 0
-  for (int r0 = 0; r0 < n_rows; r0 += kNeonKeyRows) {
-    const uint8_t* rows[kNeonKeyRows];
-    for (int r = 0; r < kNeonKeyRows; ++r)
-      rows[r] = r0 + r < n_rows ? q + static_cast<size_t>(r0 + r) * q_stride : kZeroRow;
-    const int nr = std::min(kNeonKeyRows, n_rows - r0);
-    for (int j0 = 0; j0 < bs; j0 += 4) {
-      if (type == KvType::Q8_0)
-        score_keys<true>(rows, nr, tile, n_groups, bs, j0, s + r0 * bs);
-      else
-        score_keys<false>(rows, nr, tile, n_groups, bs, j0, s + r0 * bs);
-    }
-  }
+  score_in_blocks<kNeonKeyRows, 4>(type, q, q_stride, n_rows, bs, s,
+                                   [&](auto q8, const uint8_t* const* rows, int nr, int j0, float* out) {
+                                     score_keys<decltype(q8)::value>(rows, nr, tile, n_groups, bs, j0, out);
+                                   });
 }
 
 }  // namespace
