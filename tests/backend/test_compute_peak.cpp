@@ -64,8 +64,9 @@ TEST(ComputePeak, LoopsComputeTheirInstructionsDefinition) {
     EXPECT_NEAR(peak::f32_chains_neon(kIters), 4 * f32_want, 1e-3);
   }
   // sdot: the sum of all 4 lanes.
-  if (isa_supported(IsaLevel::NeonDotprod))
+  if (isa_supported(IsaLevel::NeonDotprod)) {
     EXPECT_EQ(peak::int8_chains_dotprod(kIters), 2 * int_chain_result(60));
+  }
 #endif
 }
 

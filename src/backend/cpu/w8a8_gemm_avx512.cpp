@@ -34,6 +34,8 @@ static inline void tile(const uint8_t* w, int64_t kp, const float* w_scale, cons
   int64_t k = 0;
   if constexpr (kSplit) {
     for (; k + 8 <= kp; k += 8) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + k * 16 + kW8A8PrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + k * 16 + kW8A8PrefetchBytes + 64), _MM_HINT_T0);
       const __m512i w0 = _mm512_loadu_si512(w + k * 16);
       const __m512i w1 = _mm512_loadu_si512(w + k * 16 + 64);
 #pragma GCC unroll 4
@@ -45,6 +47,7 @@ static inline void tile(const uint8_t* w, int64_t kp, const float* w_scale, cons
     }
   }
   for (; k < kp; k += 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + k * 16 + kW8A8PrefetchBytes), _MM_HINT_T0);
     const __m512i w0 = _mm512_loadu_si512(w + k * 16);
 #pragma GCC unroll 12
     for (int c = 0; c < NC; ++c)

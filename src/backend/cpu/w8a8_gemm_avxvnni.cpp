@@ -17,6 +17,7 @@ static inline void tile(const uint8_t* w, int64_t kp, const float* w_scale, cons
   __m256i lo[NC], hi[NC];
   for (int c = 0; c < NC; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
   for (int64_t k = 0; k < kp; k += 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + k * 16 + kW8A8PrefetchBytes), _MM_HINT_T0);
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * 16));
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * 16 + 32));
 #pragma GCC unroll 6
