@@ -2,14 +2,9 @@
 #include "backend/cpu/kv_key_tile_neon.h"
 
 namespace strata::cpu {
-namespace {
-
-constexpr KvKeyTileKernels kKernels = {prepare_query, neon_scores};
-
-}  // namespace
 
 const KvKeyTileKernels& kv_key_tile_kernels_neon() {
-  return kKernels;
+  return kNeonKeyTileKernels;
 }
 
 }  // namespace strata::cpu

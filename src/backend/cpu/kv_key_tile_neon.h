@@ -111,5 +111,8 @@ void neon_scores(KvType type, const uint8_t* q, size_t q_stride, int n_rows, con
                                    });
 }
 
+// The table both levels' files export (each compiled for its own level).
+constexpr KvKeyTileKernels kNeonKeyTileKernels = {prepare_query, neon_scores};
+
 }  // namespace
 }  // namespace strata::cpu
