@@ -2,9 +2,6 @@
 // per-type kernels (kernels.h) and the interleaved kernels (packed_kernels.h).
 #include "backend/cpu/matmul.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -38,7 +35,6 @@ constexpr int64_t kStreamTiles = 4;
 // Below this many weight bytes x tokens a call runs on the calling thread alone: waking the
 // pool would cost more than it saves.
 constexpr size_t kSerialWork = 32 * 1024;
-constexpr size_t kHugePage = 2u << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -313,10 +309,6 @@ bool auto_interleaves(TensorType type) {
 
 }  // namespace
 
-PackedMatrix::~PackedMatrix() {
-  if (owned_) munmap(owned_, mapped_bytes_);
-}
-
 std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t n_out, const void* data,
                                           PackLayout layout) {
   if (n_in <= 0 || n_out <= 0) STRATA_THROW("matrix of ", n_out, " x ", n_in, " elements has no data");
@@ -347,9 +339,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   m->row_stride_ = row_stride;
   if (layout == PackLayout::Rows) {
     if (copy_rows) {
-      uint8_t* dst = m->allocate(m->row_stride_ * static_cast<size_t>(n_out));
-      std::memcpy(dst, data, m->owned_bytes_);
-      m->data_ = dst;
+      m->owned_ = WeightMemory(m->row_stride_ * static_cast<size_t>(n_out));
+      std::memcpy(m->owned_.data(), data, m->owned_.bytes());
+      m->data_ = m->owned_.data();
       return m;
     }
     m->data_ = static_cast<const uint8_t*>(data);
@@ -358,37 +350,13 @@ std::unique_ptr<PackedMatrix> pack_matrix(TensorType type, int64_t n_in, int64_t
   const int64_t nb = n_in / 32, n_groups = ceil_div(n_out, kPackRows);
   m->interleaved_ = true;
   m->group_stride_ = packed_block_bytes(type) * static_cast<size_t>(nb);
-  uint8_t* dst = m->allocate(m->group_stride_ * static_cast<size_t>(n_groups));
+  m->owned_ = WeightMemory(m->group_stride_ * static_cast<size_t>(n_groups));
+  uint8_t* dst = m->owned_.data();
   for (int64_t g = 0; g < n_groups; ++g)
     repack_group(type, static_cast<const uint8_t*>(data), m->row_stride_, n_out, g, nb,
                  dst + g * m->group_stride_);
   m->data_ = dst;
   return m;
-}
-
-uint8_t* PackedMatrix::allocate(size_t bytes) {
-  // Anonymous memory in transparent huge pages where available: decode streams the whole
-  // matrix, and 2 MiB pages save the TLB misses of 4 KiB ones. Over-map by one huge page to
-  // start on a 2 MiB boundary (THP needs aligned ranges), then unmap the slack so the mapping
-  // ends at the last 4 KiB page of the data: a huge page never covers the tail, and a small
-  // matrix does not cost a whole 2 MiB of resident memory.
-  STRATA_CHECK(owned_ == nullptr);
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t used = (bytes + page - 1) / page * page;
-  const size_t over = used + kHugePage;
-  void* p = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t base = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
-  if (start > base) munmap(p, start - base);
-  const uintptr_t end = base + over;
-  if (end > start + used) munmap(reinterpret_cast<void*>(start + used), end - (start + used));
-  auto* dst = reinterpret_cast<uint8_t*>(start);
-  owned_ = dst;
-  mapped_bytes_ = used;
-  owned_bytes_ = bytes;
-  madvise(dst, used, MADV_HUGEPAGE);
-  return dst;
 }
 
 void matmul(ThreadPool& pool, const PackedMatrix& w, const float* x, float* y, int64_t n_tokens) {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/cpu/weight_memory.h"
 #include "core/cpu_features.h"
 #include "core/tensor_type.h"
 
@@ -44,7 +45,6 @@ enum class PackLayout {
 // A weight [n_out, n_in] ready for the kernels.
 class PackedMatrix {
  public:
-  ~PackedMatrix();
   PackedMatrix(const PackedMatrix&) = delete;
   PackedMatrix& operator=(const PackedMatrix&) = delete;
 
@@ -53,7 +53,7 @@ class PackedMatrix {
   int64_t n_out() const { return n_out_; }
   bool interleaved() const { return interleaved_; }
   // Bytes of the owned repacked copy (0 for a view): the memory cost of repacking.
-  size_t owned_bytes() const { return owned_bytes_; }
+  size_t owned_bytes() const { return owned_.bytes(); }
   // Bytes one multiplication reads from the weights.
   size_t weight_bytes() const { return row_bytes(type_, n_in_) * static_cast<size_t>(n_out_); }
 
@@ -66,7 +66,6 @@ class PackedMatrix {
  private:
   friend std::unique_ptr<PackedMatrix> pack_matrix(TensorType, int64_t, int64_t, const void*, PackLayout);
   PackedMatrix() = default;
-  uint8_t* allocate(size_t bytes);  // owned memory for the copy, in huge pages where possible
 
   TensorType type_ = TensorType::F32;
   int64_t n_in_ = 0;
@@ -75,9 +74,7 @@ class PackedMatrix {
   const uint8_t* data_ = nullptr;
   size_t row_stride_ = 0;
   size_t group_stride_ = 0;
-  void* owned_ = nullptr;  // mmap'ed memory of the interleaved copy
-  size_t owned_bytes_ = 0;
-  size_t mapped_bytes_ = 0;
+  WeightMemory owned_;  // the interleaved copy or the row copy; empty for a view
 };
 
 // data: [n_out] rows of `type`, n_in elements each; it must outlive the result when the layout is

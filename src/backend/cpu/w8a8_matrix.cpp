@@ -70,13 +70,12 @@ std::unique_ptr<W8A8Matrix> W8A8Matrix::pack(ThreadPool* pool, const float* w, i
   m->n_groups_ = ceil_div(n_out, kW8A8Rows);
   m->act_ = act;
   const size_t bytes = m->group_bytes() * static_cast<size_t>(m->n_groups_);
-  m->data_ = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-  if (!m->data_) throw std::bad_alloc();
+  m->data_ = WeightMemory(bytes);
   m->scales_.assign(static_cast<size_t>(m->n_groups_) * kW8A8Rows, 0.0f);
   W8A8Matrix& mr = *m;
   auto body = [&](int ith, int nth) {
     for (int64_t g = mr.n_groups_ * ith / nth; g < mr.n_groups_ * (ith + 1) / nth; ++g)
-      pack_group(w, n_in, n_out, mr.kp_, g, mr.data_ + static_cast<size_t>(g) * mr.group_bytes(),
+      pack_group(w, n_in, n_out, mr.kp_, g, mr.data_.data() + static_cast<size_t>(g) * mr.group_bytes(),
                  mr.scales_.data() + g * kW8A8Rows);
   };
   if (pool && pool->size() > 1)
@@ -84,10 +83,6 @@ std::unique_ptr<W8A8Matrix> W8A8Matrix::pack(ThreadPool* pool, const float* w, i
   else
     body(0, 1);
   return m;
-}
-
-W8A8Matrix::~W8A8Matrix() {
-  std::free(data_);
 }
 
 void w8a8_matmul(ThreadPool& pool, const W8A8Matrix& w, const float* x, float* y, int64_t n_tokens) {

@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/weight_memory.h"
+
 namespace strata {
 class ThreadPool;
 }
@@ -31,7 +33,6 @@ class W8A8Matrix {
   // dimension, n_in > kW8A8MaxK, a non-finite weight or a negative/non-finite static absmax.
   static std::unique_ptr<W8A8Matrix> pack(ThreadPool* pool, const float* w, int64_t n_in, int64_t n_out,
                                           W8A8ActQuant act);
-  ~W8A8Matrix();
   W8A8Matrix(const W8A8Matrix&) = delete;
   W8A8Matrix& operator=(const W8A8Matrix&) = delete;
 
@@ -41,7 +42,7 @@ class W8A8Matrix {
   int64_t n_groups() const { return n_groups_; }
   const W8A8ActQuant& act() const { return act_; }
   // Group g of 16 rows ([kp / 4, 16, 4] biased u8) and its [16] scales.
-  const uint8_t* group(int64_t g) const { return data_ + static_cast<size_t>(g) * group_bytes(); }
+  const uint8_t* group(int64_t g) const { return data_.data() + static_cast<size_t>(g) * group_bytes(); }
   const float* group_scales(int64_t g) const { return scales_.data() + g * 16; }
   size_t group_bytes() const { return static_cast<size_t>(kp_) * 16; }
   // Bytes one multiplication reads (quants and scales).
@@ -51,7 +52,7 @@ class W8A8Matrix {
   W8A8Matrix() = default;
   int64_t n_in_ = 0, n_out_ = 0, kp_ = 0, n_groups_ = 0;
   W8A8ActQuant act_;
-  uint8_t* data_ = nullptr;    // [n_groups, kp / 4, 16, 4]
+  WeightMemory data_;          // [n_groups, kp / 4, 16, 4]
   std::vector<float> scales_;  // [n_groups * 16]
 };
 
