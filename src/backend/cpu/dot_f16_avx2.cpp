@@ -1,11 +1,9 @@
 // AVX2 kernels for F16 weights against F16 activations (F16C conversion, FMA); the tile is
 // float_tile_avx2.h's.
-#include <cstring>
-
+#include "backend/cpu/block_access.h"
 #include "backend/cpu/float_tile_avx2.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/tile_dispatch.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
@@ -15,11 +13,7 @@ struct Ops {
   static __m256 load8(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
-  static float elem(const uint8_t* p, int64_t i) {
-    fp16_t h;
-    std::memcpy(&h, p + i * 2, 2);
-    return fp16_to_f32(h);
-  }
+  static float elem(const uint8_t* p, int64_t i) { return load_half(p + i * 2); }
 };
 
 using Tile = FloatTileAvx2<Ops>;

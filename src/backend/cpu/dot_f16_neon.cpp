@@ -1,10 +1,8 @@
 // NEON kernels for F16 weights against F16 activations (fcvtl widening, FMA); the tile is
 // float_tile_neon.h's.
-#include <cstring>
-
+#include "backend/cpu/block_access.h"
 #include "backend/cpu/float_tile_neon.h"
 #include "backend/cpu/kernel_decls.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
@@ -14,11 +12,7 @@ struct Ops {
   static float32x4_t load4(const uint8_t* p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
   }
-  static float elem(const uint8_t* p, int64_t i) {
-    fp16_t h;
-    std::memcpy(&h, p + i * 2, 2);
-    return fp16_to_f32(h);
-  }
+  static float elem(const uint8_t* p, int64_t i) { return load_half(p + i * 2); }
 };
 
 constexpr TypeKernels kKernels = float_kernels_neon<Ops>(TensorType::F16, quantize_row_f16_scalar);

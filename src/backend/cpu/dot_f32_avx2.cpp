@@ -1,10 +1,8 @@
 // AVX2 kernels for F32 weights against F32 activations; the tile is float_tile_avx2.h's.
-#include <cstring>
-
+#include "backend/cpu/block_access.h"
 #include "backend/cpu/float_tile_avx2.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/tile_dispatch.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
@@ -12,11 +10,7 @@ namespace {
 struct Ops {
   static constexpr size_t kElemBytes = 4;
   static __m256 load8(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static float elem(const uint8_t* p, int64_t i) {
-    float v;
-    std::memcpy(&v, p + i * 4, 4);
-    return v;
-  }
+  static float elem(const uint8_t* p, int64_t i) { return load_f32(p + i * 4); }
 };
 
 using Tile = FloatTileAvx2<Ops>;

@@ -3,11 +3,8 @@
 // tile (8 lanes, hsum_f32x8, the tail element by element), so the sums are bitwise equal to it.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "backend/cpu/few_token_f16_tile.h"
 #include "backend/cpu/simd_avx2.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
@@ -43,7 +40,7 @@ struct Tile {
       for (int c = 0; c < NC; ++c) {
         const auto* ac = reinterpret_cast<const float*>(a + c * as);
         float sum = hsum_f32x8(acc[r][c]);
-        for (int64_t j = i; j < n; ++j) sum += half_at(w + r * ws, j) * ac[j];
+        for (int64_t j = i; j < n; ++j) sum += load_half(w + r * ws + 2 * j) * ac[j];
         out[c * os + r] = sum;
       }
   }
@@ -54,7 +51,7 @@ void widen(const void* h, float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
-  for (; i < n; ++i) x[i] = half_at(in, i);
+  for (; i < n; ++i) x[i] = load_half(in + 2 * i);
 }
 
 constexpr FewTokenF16Kernels kKernels{widen, few_token_gemm<Tile, kTileRows, kTileCols>, kTileRows};

@@ -3,10 +3,7 @@
 // vaddvq_f32, the tail element by element), so the sums are bitwise equal to it.
 #include <arm_neon.h>
 
-#include <cstring>
-
 #include "backend/cpu/few_token_f16_tile.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
@@ -44,7 +41,7 @@ struct Tile {
       for (int c = 0; c < NC; ++c) {
         const auto* ac = reinterpret_cast<const float*>(a + c * as);
         float sum = vaddvq_f32(acc[r][c]);
-        for (int64_t j = i; j < n; ++j) sum += half_at(w + r * ws, j) * ac[j];
+        for (int64_t j = i; j < n; ++j) sum += load_half(w + r * ws + 2 * j) * ac[j];
         out[c * os + r] = sum;
       }
   }
@@ -54,7 +51,7 @@ void widen(const void* h, float* x, int64_t n) {
   const auto* in = static_cast<const uint8_t*>(h);
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) vst1q_f32(x + i, widen4(in + 2 * i));
-  for (; i < n; ++i) x[i] = half_at(in, i);
+  for (; i < n; ++i) x[i] = load_half(in + 2 * i);
 }
 
 constexpr FewTokenF16Kernels kKernels{widen, few_token_gemm<Tile, kTileRows, kTileCols>, kTileRows};

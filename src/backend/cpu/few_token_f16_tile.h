@@ -4,21 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "backend/cpu/block_access.h"
 #include "backend/cpu/few_token_f16.h"
 #include "backend/cpu/tile_dispatch.h"
-#include "core/fp16.h"
 
 namespace strata::cpu {
 namespace {
-
-// Element i of an F16 row at any address, as float (the tiles' tails).
-inline float half_at(const uint8_t* p, int64_t i) {
-  fp16_t h;
-  std::memcpy(&h, p + i * 2, 2);
-  return fp16_to_f32(h);
-}
 
 // FewTokenF16Kernels::gemm over a register tile of compile-time shape TR x TC (tile_dispatch.h:
 // column chunks of at most TC, so any nc works); the activations' stride in floats becomes bytes.
