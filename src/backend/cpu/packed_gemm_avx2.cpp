@@ -273,11 +273,6 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if (NC == 1 || prefetch) {  // fetch ahead of the hardware prefetcher
-#pragma GCC unroll 9
-      for (size_t off = 0; off < kBlockBytes<K>; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
-    }
     [[maybe_unused]] __m256 d_sup[NH], dmin_sup[NH];  // kIntScales: the rows' d (and -dmin)
     if constexpr (kIntScales<K>) {
 #pragma GCC unroll 2
@@ -288,6 +283,7 @@ template <Kind K, int NH, int NC>
       }
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
       if constexpr (kHalfScaled<K>) {
         half_sums<K, 0, NH, NC>(accf, w, j, h0, aq, am);
         half_sums<K, 1, NH, NC>(accf, w, j, h0, aq, am);

@@ -170,12 +170,6 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
   const int8_t* aq = a.qs;
   const PackedActMeta* am = a.meta;
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    // Fetch ahead of the hardware prefetcher in every call, not only decode's: batched decode
-    // streams the weights too (16 sequences, Q4_0, Zen 5: 310-343 -> 454-487 t/s), and in
-    // prefill a group already in L2 makes these few instructions next to 8 * NC vpdpbusd.
-#pragma GCC unroll 9
-    for (size_t off = 0; off < kBlockBytes<K>; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
     [[maybe_unused]] __m512 d_super, neg_dmin;  // super-blocks: d; Q4_K, Q5_K, Q2_K: -dmin
     if constexpr (kSuper<K>)
       d_super = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
@@ -186,6 +180,10 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, float* y
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kDminOffset))));
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      // Fetch ahead of the hardware prefetcher in every call, not only decode's: batched decode
+      // streams the weights too (16 sequences, Q4_0, Zen 5: 310-343 -> 454-487 t/s), and in
+      // prefill a group already in L2 makes these few instructions next to 8 * NC vpdpbusd.
+      prefetch_share<K>(w + kPrefetchBytes, j);
       if constexpr (kHalfScaled<K>) {
         half_sums<K, 0, NC>(accf, w, j, aq, am, d_super, neg_dmin);
         half_sums<K, 1, NC>(accf, w, j, aq, am, d_super, neg_dmin);

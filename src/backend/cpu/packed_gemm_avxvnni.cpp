@@ -145,12 +145,8 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if (NC == 1 || prefetch) {
-#pragma GCC unroll 9
-      for (size_t off = 0; off < kBlockBytes<K>; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + off), _MM_HINT_T0);
-    }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+      if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
       if constexpr (kHalfScaled<K>) {
         half_sums<K, 0, NH, NC>(accf, w, j, aq, am);
         half_sums<K, 1, NH, NC>(accf, w, j, aq, am);
