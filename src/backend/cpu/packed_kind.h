@@ -93,14 +93,18 @@ template <Kind K>
 constexpr size_t kHalfScOffset = K == Kind::Q2_K ? kQ2kScOffset : kQ6kScOffset;
 
 // Sub-block j's share of the prefetches of the stored block at `ahead` (a whole block for the
-// kinds without sub-blocks). A super-block's ~35 lines issued together at its start left
-// decode of the super-block kinds at 0.74-0.88 of the read roofline on Zen 5 where Q4_0 was at
-// 0.95 (BM_DecodeRoofline); spread over its 8 sub-blocks they reach 0.92-0.95.
+// kinds without sub-blocks): a line every 64 bytes from the share's start, which touches every
+// line of the share (the next share's first address covers the line it ends in). A super-block's
+// ~35 lines issued together at its start left decode of the super-block kinds at 0.75-0.88 of
+// the read roofline on Zen 5 where Q4_0 was at 0.95 (BM_DecodeRoofline); spread over its 8
+// sub-blocks they reach 0.91-0.95. A fixed count, so the loop unrolls and nothing branches.
 template <Kind K>
 static inline void prefetch_share(const uint8_t* ahead, int j) {
-  constexpr int kLines = static_cast<int>((kBlockBytes<K> + 63) / 64);
-  const int end = (j + 1) * kLines / kSubBlocks<K>;
-  for (int l = j * kLines / kSubBlocks<K>; l < end; ++l) __builtin_prefetch(ahead + 64 * l, 0, 3);
+  static_assert(kBlockBytes<K> % kSubBlocks<K> == 0);
+  constexpr size_t kShare = kBlockBytes<K> / kSubBlocks<K>;
+  const uint8_t* p = ahead + static_cast<size_t>(j) * kShare;
+#pragma GCC unroll 9
+  for (size_t off = 0; off < kShare; off += 64) __builtin_prefetch(p + off, 0, 3);
 }
 
 // Calls f(std::integral_constant<Kind, K>{}) for type's kind K. `static`: each ISA translation
