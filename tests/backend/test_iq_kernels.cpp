@@ -170,6 +170,38 @@ TEST_P(IqKernels, TileShapeDoesNotChangeResultBits) {
     }
 }
 
+// The panel (prefill: rows decoded once for many tokens) against the 1 x 1 tile, bit for bit,
+// over awkward token counts, partial row groups and unaligned rows; it must not write outside.
+TEST_P(IqKernels, GemmPanelEqualsTheTileBitwise) {
+  if (kern().gemm_panel == nullptr) GTEST_SKIP() << "no panel for this type at this level";
+  const TensorType wt = GetParam().type, at = kern().vec_dot_type;
+  const int64_t n = 5 * type_traits(wt).block_size;
+  constexpr int kMaxTokens = 33;
+  const size_t ws = row_bytes(wt, n) + 3, as = row_bytes(at, n) + 5;
+  std::vector<uint8_t> w(ws * kMaxTileRows + 4), a(as * kMaxTokens + 4);
+  fill_random_rows(wt, n, kMaxTileRows, ws, w.data() + 1, 31);
+  std::vector<float> x = random_floats(static_cast<size_t>(n * kMaxTokens), 32);
+  for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(n + i)] = i % 2 ? 1.0f : -1.0f;  // +-127 throughout
+  for (int c = 0; c < kMaxTokens; ++c) ref().from_float(x.data() + c * n, a.data() + 3 + c * as, n);
+  const size_t os = kMaxTileRows + 1;
+  for (int nr = 1; nr <= kern().tile_rows; ++nr)
+    for (int nc : {1, 2, 5, 31, 33}) {
+      std::vector<float> out(os * kMaxTokens, -12345.0f);
+      kern().gemm_panel(n, nr, nc, w.data() + 1, ws, a.data() + 3, as, out.data(), os);
+      for (int c = 0; c < kMaxTokens; ++c)
+        for (int r = 0; r < static_cast<int>(os); ++r) {
+          const float got = out[c * os + r];
+          if (r >= nr || c >= nc) {
+            ASSERT_EQ(got, -12345.0f) << "wrote outside " << nr << " rows x " << nc << " tokens";
+            continue;
+          }
+          float one;
+          kern().gemm_tile(n, 1, 1, w.data() + 1 + r * ws, ws, a.data() + 3 + c * as, as, &one, 1);
+          ASSERT_EQ(got, one) << nr << " rows x " << nc << " tokens, element " << r << "," << c;
+        }
+    }
+}
+
 TEST_P(IqKernels, ZeroActivationsGiveZero) {
   const TensorType wt = GetParam().type, at = kern().vec_dot_type;
   const int64_t n = 3 * type_traits(wt).block_size;

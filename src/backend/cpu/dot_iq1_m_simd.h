@@ -17,6 +17,7 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ1_M);
+  static constexpr int kMaxAbsW = 9;  // the largest |w| of a chunk: 8 grid +- 1, grid in {-1, 0, 1}
   struct Row {
     const uint8_t* blk;
     float f;

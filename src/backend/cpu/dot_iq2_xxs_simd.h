@@ -17,6 +17,7 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ2_XXS);
+  static constexpr int kMaxAbsW = 43;  // the largest |w| of a chunk: grid bytes in {8, 25, 43}
   struct Row {
     const uint8_t* qs;  // [64]: per chunk 4 grid indices and a u32 of signs and scale
     float f;

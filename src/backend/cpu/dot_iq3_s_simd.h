@@ -17,6 +17,7 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ3_S);
+  static constexpr int kMaxAbsW = 15;  // the largest |w| of a chunk: grid bytes in {1, 3, ..., 15}
   struct Row {
     const uint8_t* blk;
     float f;

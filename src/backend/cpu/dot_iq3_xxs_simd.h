@@ -17,6 +17,7 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ3_XXS);
+  static constexpr int kMaxAbsW = 62;  // the largest |w| of a chunk: grid bytes in {4, 12, ..., 52, 62}
   struct Row {
     const uint8_t* qs;  // [96]: 64 grid indices, then a u32 of signs and scale per chunk
     float f;

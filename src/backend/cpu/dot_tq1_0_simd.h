@@ -29,6 +29,7 @@ static inline __m256i trits_minus_one(__m256i bytes, __m256i pow) {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockTQ1_0);
+  static constexpr int kMaxAbsW = 1;  // the largest |w| of a chunk: trits - 1
   struct Row {
     const uint8_t* blk;
     float f;

@@ -17,6 +17,7 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockTQ2_0);
+  static constexpr int kMaxAbsW = 1;  // the largest |w| of a chunk: 2-bit fields - 1
   struct Row {
     const uint8_t* qs;  // [64]
     float f;

@@ -68,6 +68,12 @@ struct TypeKernels {
                     float* out, size_t out_stride) = nullptr;
   int tile_rows = 1;  // the tile shape this ISA prefers (driver uses it for full tiles)
   int tile_cols = 1;
+
+  // Optional, for types whose blocks are costly to decode (IQ, ternary): gemm_tile's result for
+  // nr <= kMaxTileRows rows and any number nc of tokens, each row decoded once for all of them.
+  // The same outputs, bitwise, as gemm_tile's.
+  void (*gemm_panel)(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a,
+                     size_t a_stride, float* out, size_t out_stride) = nullptr;
 };
 
 // Kernels for a weight type at the given ISA level (falls back to the best lower level that

@@ -192,6 +192,17 @@ void matmul_rows(ThreadPool& pool, const PackedMatrix& w, const float* x, float*
     for_each_item(next, grid.n_items(), [&](int64_t item) {
       const auto [rt0, rt1] = grid.chunk(item);
       const auto [ct0, ct1] = grid.panel(item);
+      if (k.gemm_panel != nullptr && (ct1 - ct0) * tc > tc) {  // rows decoded once for the panel's tokens
+        const int64_t c0 = ct0 * tc;
+        const int nc = static_cast<int>(std::min(n_tokens, ct1 * tc) - c0);
+        for (int64_t rt = rt0; rt < rt1; ++rt) {
+          const int64_t r0 = rt * tr;
+          const int nr = static_cast<int>(std::min<int64_t>(tr, n_out - r0));
+          k.gemm_panel(n_in, nr, nc, w.data() + r0 * w.row_stride(), w.row_stride(), act + c0 * act_stride,
+                       act_stride, y + c0 * n_out + r0, static_cast<size_t>(n_out));
+        }
+        return;
+      }
       for (int64_t ct = ct0; ct < ct1; ++ct) {
         const int64_t c0 = ct * tc;
         const int nc = static_cast<int>(std::min<int64_t>(tc, n_tokens - c0));
