@@ -28,13 +28,10 @@ struct Ops {
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
     uint32_t aux;
     std::memcpy(&aux, row.qs + kQK_K / 4 + 4 * k, 4);
-    const uint32_t signs = iq_signs_from7(aux) | (iq_signs_from7(aux >> 7) << 8) |
-                           (iq_signs_from7(aux >> 14) << 16) |
-                           (static_cast<uint32_t>(iq_signs_from7(aux >> 21)) << 24);
     const __m256i idx =
         _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row.qs + 8 * k)));
     const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3xxsGrid), idx, 4);
-    w = _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
+    w = _mm256_sign_epi8(mag, signs7(aux, aux >> 7, aux >> 14, aux >> 21));
     sc = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
   }
 };
