@@ -4,22 +4,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "backend/cpu/dot_iq2_s_simd.h"
-#include "backend/cpu/iq_panel_avx2.h"
+#include "backend/cpu/iq_type_kernels_x86.h"
 #include "backend/cpu/kernel_decls.h"
-#include "backend/cpu/tile_dispatch.h"
 
 namespace strata::cpu {
 namespace {
 
-using Tile = IqTileAvx2<Ops>;
-constexpr int kTileRows = 3, kTileCols = 4;
-constexpr TypeKernels kKernels{TensorType::Q8_K,
-                               quantize_row_q8_k_avx512,
-                               tile_vec_dot<Tile>,
-                               dispatch_tile<Tile, kTileRows, kTileCols>,
-                               kTileRows,
-                               kTileCols,
-                               dispatch_panel<Ops, kTileRows, kTileCols>};
+constexpr TypeKernels kKernels = iq_type_kernels<Ops, 3, 4>(quantize_row_q8_k_avx512);
 
 }  // namespace
 
