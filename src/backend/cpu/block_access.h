@@ -6,10 +6,12 @@
 // ISA-specific files.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "core/fp16.h"
+#include "quant/blocks.h"
 
 namespace strata::cpu {
 
@@ -34,6 +36,18 @@ static inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
+}
+
+// Super-block b of NC Q8_K activation rows (row c at a + c * as): each row's quants and scale.
+template <int NC>
+static inline void q8_k_columns(const uint8_t* a, size_t as, int64_t b, const uint8_t* (&qs)[NC],
+                                float (&d)[NC]) {
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
+    d[c] = load_f32(blk + offsetof(BlockQ8_K, d));
+    qs[c] = blk + offsetof(BlockQ8_K, qs);
+  }
 }
 
 }  // namespace strata::cpu

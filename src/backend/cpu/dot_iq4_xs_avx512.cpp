@@ -95,12 +95,7 @@ struct Iq4XsTile512 {
       for (int r = 0; r < NR; ++r) rows[r] = load_row(w + r * ws + b * sizeof(BlockIQ4_XS));
       const uint8_t* aq[NC];
       float da[NC];
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
-        da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
-        aq[c] = blk + offsetof(BlockQ8_K, qs);
-      }
+      q8_k_columns<NC>(a, as, b, aq, da);
       __m512i acc[NR][NC];
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {

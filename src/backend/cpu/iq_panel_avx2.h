@@ -63,12 +63,7 @@ static inline void panel_tile(int64_t nb, const IqPanelBlock* p, const uint8_t* 
   for (int64_t b = 0; b < nb; ++b, p += NR) {
     const uint8_t* aq[NC];
     float da[NC];
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
-      const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
-      da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
-      aq[c] = blk + offsetof(BlockQ8_K, qs);
-    }
+    q8_k_columns<NC>(a, as, b, aq, da);
     __m256i acc[NR][NC];
 #if defined(__AVX512F__)
     // Two chunks per 512-bit register; their halves summed at the end give each 256-bit lane

@@ -52,12 +52,7 @@ static inline void iq_tile_run(int64_t n, const uint8_t* w, size_t ws, const uin
     for (int r = 0; r < NR; ++r) rows[r] = Kernel::load_row(w + r * ws + b * Kernel::kBlockBytes);
     const uint8_t* aq[NC];
     float da[NC];
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
-      const uint8_t* blk = a + c * as + b * sizeof(BlockQ8_K);
-      da[c] = load_f32(blk + offsetof(BlockQ8_K, d));
-      aq[c] = blk + offsetof(BlockQ8_K, qs);
-    }
+    q8_k_columns<NC>(a, as, b, aq, da);
     __m256i acc[NR][NC];
     Kernel::template block<NR, NC>(rows, aq, acc);
 #pragma GCC unroll 8
