@@ -196,7 +196,7 @@ void matmul_rows(ThreadPool& pool, const PackedMatrix& w, const float* x, float*
     for_each_item(next, grid.n_items(), [&](int64_t item) {
       const auto [rt0, rt1] = grid.chunk(item);
       const auto [ct0, ct1] = grid.panel(item);
-      if (k.gemm_panel != nullptr && (ct1 - ct0) * tc > tc) {  // rows decoded once for the panel's tokens
+      if (k.gemm_panel != nullptr && ct1 - ct0 > 1) {  // rows decoded once for all the item's tokens
         const int64_t c0 = ct0 * tc;
         const int nc = static_cast<int>(std::min(n_tokens, ct1 * tc) - c0);
         for (int64_t rt = rt0; rt < rt1; ++rt) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/check.h"
@@ -97,7 +98,7 @@ constexpr size_t kHalfScOffset = K == Kind::Q2_K ? kQ2kScOffset : kQ6kScOffset;
 // line of the share (the next share's first address covers the line it ends in). A super-block's
 // ~35 lines issued together at its start left decode of the super-block kinds at 0.75-0.88 of
 // the read roofline on Zen 5 where Q4_0 was at 0.95 (BM_DecodeRoofline); spread over its 8
-// sub-blocks they reach 0.91-0.95. A fixed count, so the loop unrolls and nothing branches.
+// sub-blocks they reach 0.91-0.96. A fixed count, so the loop unrolls and nothing branches.
 template <Kind K>
 static inline void prefetch_share(const uint8_t* ahead, int j) {
   static_assert(kBlockBytes<K> % kSubBlocks<K> == 0);
