@@ -137,9 +137,13 @@ static void run_panel(int64_t n, const uint8_t* w, size_t ws, int nc, const uint
   thread_local std::vector<IqPanelBlock> panel;
   const int64_t nb = n / kQK_K;
   panel.resize(static_cast<size_t>(nb * NR));
-  for (int64_t b = 0; b < nb; ++b)
+  for (int64_t b = 0; b < nb; ++b) {
+    // The next rows' streams: batched decode reads these rows from memory (16 sequences, Zen 5:
+    // IQ2_XXS 144-149 -> 160-178, IQ3_S 132 -> 151 t/s at avx512, 82 -> 101-105 at avx2).
+    prefetch_next_rows<NR>(w + b * Ops::kBlockBytes, ws, Ops::kBlockBytes);
     for (int r = 0; r < NR; ++r)
       decode_panel_block<Ops>(w + r * ws + b * Ops::kBlockBytes, panel[static_cast<size_t>(b * NR + r)]);
+  }
   for (int c0 = 0; c0 < nc; c0 += TC)
     panel_cols<NR, TC>(std::min(TC, nc - c0), nb, panel.data(), a + c0 * as, as, out + c0 * os, os);
 }
