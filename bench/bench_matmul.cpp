@@ -200,7 +200,7 @@ void BM_Gemv(benchmark::State& state) {
   set_label(state, *mats[0].packed, std::string(s.name) + " gemv");
 }
 
-// One-token GEMV from cache: a 2048 x 256 matrix (under 0.3 MB in the 4-bit types, so each
+// One-token GEMV from cache: 256 rows of 2048 (under 0.3 MB in the 4-bit types, so each
 // thread's half stays in its L2) run again and again. Its GB/s is the kernel's own ceiling with
 // memory out of the way: decode reaches its roofline only where this is well above the machine's
 // read bandwidth (BM_DecodeRoofline).
@@ -216,7 +216,7 @@ void BM_GemvInCache(benchmark::State& state) {
   }
   state.counters["GB/s"] =
       benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  set_label(state, *m.packed, "2048 x 256 gemv from cache");
+  set_label(state, *m.packed, "256 x 2048 gemv from cache");
 }
 
 void BM_Gemm(benchmark::State& state) {

@@ -24,7 +24,7 @@ extern const int8_t kMxfp4Values[16];  // E2M1 values, doubled (so that they are
 
 // IQ2_XXS / IQ2_XS / IQ3_XXS store 7 sign bits per group of 8; the eighth makes the number of
 // negative elements even (ggml's ksigns_iq2xs). Bit j set: element j of the group is negative.
-static inline uint8_t iq_signs_from7(uint32_t bits7) {
+static inline constexpr uint8_t iq_signs_from7(uint32_t bits7) {
   const uint32_t b = bits7 & 127u;
   return static_cast<uint8_t>(b | ((__builtin_popcount(b) & 1u) << 7));
 }

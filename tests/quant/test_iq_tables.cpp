@@ -32,7 +32,9 @@ void expect_grid(const T* grid, int count, int bytes_per_entry, const std::set<i
       if (is_signed) byte = static_cast<int8_t>(byte);
       ASSERT_TRUE(levels.count(byte)) << "entry " << i << " byte " << b;
     }
-    if (i > 0) ASSERT_LT(key(grid[i - 1]), key(grid[i])) << "entry " << i;
+    if (i > 0) {
+      ASSERT_LT(key(grid[i - 1]), key(grid[i])) << "entry " << i;
+    }
   }
 }
 

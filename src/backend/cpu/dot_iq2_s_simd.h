@@ -28,8 +28,9 @@ struct Ops {
     const int qh = row.blk[offsetof(BlockIQ2_S, qh) + k];
     uint32_t signs;
     std::memcpy(&signs, row.blk + offsetof(BlockIQ2_S, qs) + kQK_K / 8 + 4 * k, 4);
-    w = signed_grid(kIq2sGrid[qs[0] | ((qh << 8) & 0x300)], kIq2sGrid[qs[1] | ((qh << 6) & 0x300)],
-                    kIq2sGrid[qs[2] | ((qh << 4) & 0x300)], kIq2sGrid[qs[3] | ((qh << 2) & 0x300)], signs);
+    w = sign_grid(kIq2sGrid[qs[0] | ((qh << 8) & 0x300)], kIq2sGrid[qs[1] | ((qh << 6) & 0x300)],
+                  kIq2sGrid[qs[2] | ((qh << 4) & 0x300)], kIq2sGrid[qs[3] | ((qh << 2) & 0x300)],
+                  sign_bytes(signs));
     const int s = row.blk[offsetof(BlockIQ2_S, scales) + k];
     sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
   }

@@ -30,8 +30,8 @@ struct Ops {
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
     uint16_t q[4];
     std::memcpy(q, row.qs + 8 * k, 8);
-    w = signed_grid7(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511],
-                     kIq2xsGrid[q[3] & 511], signs7(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9));
+    w = sign_grid(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511],
+                  kIq2xsGrid[q[3] & 511], signs7(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9));
     const int s = row.scales[k];
     sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
   }

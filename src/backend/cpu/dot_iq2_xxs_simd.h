@@ -29,8 +29,8 @@ struct Ops {
     const uint8_t* q = row.qs + 8 * k;
     uint32_t aux;
     std::memcpy(&aux, q + 4, 4);
-    w = signed_grid7(kIq2xxsGrid[q[0]], kIq2xxsGrid[q[1]], kIq2xxsGrid[q[2]], kIq2xxsGrid[q[3]],
-                     signs7(aux, aux >> 7, aux >> 14, aux >> 21));
+    w = sign_grid(kIq2xxsGrid[q[0]], kIq2xxsGrid[q[1]], kIq2xxsGrid[q[2]], kIq2xxsGrid[q[3]],
+                  signs7(aux, aux >> 7, aux >> 14, aux >> 21));
     sc = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
   }
 };

@@ -36,7 +36,7 @@ struct Ops {
         _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))),
                         _mm256_slli_epi32(high, 8));
     const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3sGrid), idx, 4);
-    w = _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
+    w = _mm256_sign_epi8(mag, sign_bytes(signs));
     const int s = (row.blk[offsetof(BlockIQ3_S, scales) + k / 2] >> (4 * (k % 2))) & 0xF;
     sc = _mm256_set1_epi16(static_cast<short>(2 * s + 1));
   }

@@ -22,6 +22,7 @@
 #include "backend/cpu/block_access.h"
 #include "backend/cpu/simd_avx2.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 namespace strata::cpu {
 namespace {
@@ -106,12 +107,16 @@ static inline __m256i pair_scales(int lo, int hi) {
   return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));
 }
 
-// Four grid entries of 8 bytes (groups 0..3 of a chunk) and their 32 sign bits (bit j of byte l
-// for element 8 l + j) -> the chunk's signed values.
-static inline __m256i signed_grid(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, uint32_t signs) {
+// Four grid entries of 8 bytes (groups 0..3 of a chunk) signed by 32 bytes of +1 / -1.
+static inline __m256i sign_grid(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, __m256i signs) {
   const __m256i mag = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
                                          static_cast<long long>(g2), static_cast<long long>(g3));
-  return _mm256_sign_epi8(mag, _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1)));
+  return _mm256_sign_epi8(mag, signs);
+}
+
+// 32 sign bits (bit j of byte l for element 8 l + j) -> 32 bytes of +1 / -1.
+static inline __m256i sign_bytes(uint32_t signs) {
+  return _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1));
 }
 
 // The 8 sign bytes (+1 or -1) of a group of 8 whose signs are stored as 7 bits, the eighth
@@ -122,7 +127,7 @@ struct SignBytes7 {
   uint64_t v[128];
   constexpr SignBytes7() : v() {
     for (uint32_t b = 0; b < 128; ++b) {
-      const uint32_t bits = b | (static_cast<uint32_t>(__builtin_popcount(b) & 1) << 7);
+      const uint32_t bits = iq_signs_from7(b);
       uint64_t bytes = 0;
       for (int j = 0; j < 8; ++j) bytes |= static_cast<uint64_t>((bits >> j) & 1 ? 0xFF : 0x01) << (8 * j);
       v[b] = bytes;
@@ -136,13 +141,6 @@ static inline __m256i signs7(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3)
   return _mm256_setr_epi64x(
       static_cast<long long>(kSignBytes7.v[s0 & 127]), static_cast<long long>(kSignBytes7.v[s1 & 127]),
       static_cast<long long>(kSignBytes7.v[s2 & 127]), static_cast<long long>(kSignBytes7.v[s3 & 127]));
-}
-
-// Four grid entries of 8 bytes (groups 0..3 of a chunk) signed by signs7's bytes.
-static inline __m256i signed_grid7(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, __m256i signs) {
-  const __m256i mag = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
-                                         static_cast<long long>(g2), static_cast<long long>(g3));
-  return _mm256_sign_epi8(mag, signs);
 }
 
 }  // namespace
