@@ -22,6 +22,7 @@
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -220,41 +221,69 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
   }
 }
 
-// Element half HH of sub-block j of a half-scaled kind (Q6_K, Q3_K, Q2_K) for row halves
-// h0..h0+NH-1: the int16 pair sums of the half's 4 chunks (Q6_K: two at a time, |pair| <=
+// Element half HH of a sub-block of a half-scaled kind (Q6_K, Q3_K, Q2_K) for one row half and
+// NC tokens: the int16 pair sums of the half's 4 chunks u0..u3 (Q6_K: two at a time, |pair| <=
 // 2 * 63 * 127; Q3_K and Q2_K: all four, |pair| <= 2 * 7 * 127) go to int32 sums that start at the
-// activation's -zero_point * sum(a) of the half; each is scaled by d * sc of the half and d_a, and
-// Q2_K adds -dmin * min * d_a * sum(a).
+// activation's -zero_point * sum(a) of the half; each is scaled by dw = d * sc of the half and
+// d_a, and Q2_K adds mw * d_a * sum(a) (mw = -dmin * min).
+template <Kind K, int HH, int NC>
+static inline void half_products(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3,
+                                 __m256 dw, [[maybe_unused]] __m256 mw, const int8_t* aq,
+                                 const PackedActMeta* am) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const int8_t* a = aq + 32 * c + 16 * HH;
+    const __m256i s01 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
+    const __m256i s23 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+    __m256i acc;
+    if constexpr (K == Kind::Q6_K)
+      acc = _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones));
+    else
+      acc = _mm256_madd_epi16(_mm256_add_epi16(s01, s23), ones);
+    if constexpr (kHalfZeroPoint<K> != 0)
+      acc = _mm256_add_epi32(acc, _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>)));
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[c]);
+    if constexpr (K == Kind::Q2_K) {
+      const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
+      accf[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[c]);
+    }
+  }
+}
+
+// half_products of sub-block j's element half HH for row halves h0..h0+NH-1, decoding its quants.
 template <Kind K, int HH, int NH, int NC>
 static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
                              const PackedActMeta* am) {
-  const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) {
     const __m256i u0 = half_quants<K, 0, HH>(qs, h0 + h), u1 = half_quants<K, 1, HH>(qs, h0 + h);
     const __m256i u2 = half_quants<K, 2, HH>(qs, h0 + h), u3 = half_quants<K, 3, HH>(qs, h0 + h);
-    __m256 dw, mw;
+    __m256 dw, mw = _mm256_setzero_ps();
     half_factors<K, HH>(w, j, h0 + h, dw, mw);
+    half_products<K, HH, NC>(accf[h], u0, u1, u2, u3, dw, mw, aq, am);
+  }
+}
+
+// y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.
+template <int NH, int NC>
+static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, size_t y_stride, int n_rows) {
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const int rows = n_rows - 8 * (h0 + h);
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) {
-      const int8_t* a = aq + 32 * c + 16 * HH;
-      const __m256i s01 =
-          _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
-      const __m256i s23 =
-          _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
-      __m256i acc;
-      if constexpr (K == Kind::Q6_K)
-        acc = _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones));
-      else
-        acc = _mm256_madd_epi16(_mm256_add_epi16(s01, s23), ones);
-      if constexpr (kHalfZeroPoint<K> != 0)
-        acc = _mm256_add_epi32(acc, _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>)));
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[h][c]);
-      if constexpr (K == Kind::Q2_K) {
-        const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
-        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[h][c]);
+      float* out = y + c * y_stride + 8 * (h0 + h);
+      if (rows >= 8) {
+        _mm256_storeu_ps(out, accf[h][c]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, accf[h][c]);
+        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
       }
     }
   }
@@ -327,21 +356,7 @@ template <Kind K, int NH, int NC>
       }
     }
   }
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const int rows = n_rows - 8 * (h0 + h);
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      float* out = y + c * y_stride + 8 * (h0 + h);
-      if (rows >= 8) {
-        _mm256_storeu_ps(out, accf[h][c]);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, accf[h][c]);
-        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
-      }
-    }
-  }
+  store_tile<NH, NC>(accf, h0, y, y_stride, n_rows);
 }
 
 // The tiles of several tokens are compiled without temporary-expression replacement at RTL
@@ -370,6 +385,56 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
     tile_tokens<K, NH, NC>(w, nb, aq, am, h0, y, y_stride, n_rows, prefetch);
 }
 
+// tile_body of a half-scaled kind for row half h and NC tokens over a decoded panel: the same
+// integer sums and float steps in the same order, so the same bits.
+template <Kind K, int NC>
+[[gnu::optimize("no-tree-ter")]] void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq,
+                                                 const PackedActMeta* am, int h, float* y, size_t y_stride,
+                                                 int n_rows) {
+  __m256 accf[1][NC];
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
+    half_products<K, 0, NC>(accf[0], p.quants(s, 0, 0, h), p.quants(s, 0, 1, h), p.quants(s, 0, 2, h),
+                            p.quants(s, 0, 3, h), p.dw(s, 0, h), p.mw(s, 0, h), aq, am);
+    half_products<K, 1, NC>(accf[0], p.quants(s, 1, 0, h), p.quants(s, 1, 1, h), p.quants(s, 1, 2, h),
+                            p.quants(s, 1, 3, h), p.dw(s, 1, h), p.mw(s, 1, h), aq, am);
+  }
+  store_tile<1, NC>(accf, h, y, y_stride, n_rows);
+}
+
+// A half-scaled group of several register tiles: decoded once, then each tile over the panel.
+template <Kind K>
+void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
+                     int n_rows) {
+  thread_local HalfPanel panel;
+  const int n_halves = n_rows > 8 ? 2 : 1;
+  panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
+  constexpr int T = kTileTokens<K>;
+  static_assert(T == 4);
+  for (int c0 = 0; c0 < nc; c0 += T) {
+    const int8_t* aq = a.qs + 32 * c0;
+    const PackedActMeta* am = a.meta + c0;
+    float* yc = y + c0 * y_stride;
+    for (int h = 0; h < n_halves; ++h) {
+      switch (std::min(T, nc - c0)) {
+        case 1:
+          panel_tile<K, 1>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 2:
+          panel_tile<K, 2>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 3:
+          panel_tile<K, 3>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        default:
+          panel_tile<K, 4>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+      }
+    }
+  }
+}
+
 // One group x nc tokens: decode (one token) does both halves in one pass; otherwise each half
 // in register tiles of kTileTokens tokens.
 template <Kind K>
@@ -384,6 +449,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
     return;
   }
   constexpr int T = kTileTokens<K>;
+  if constexpr (kHalfScaled<K>) {
+    if (nc > T) return half_panel_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
+  }
   for (int c0 = 0; c0 < nc; c0 += T) {
     const int n = nc - c0 < T ? nc - c0 : T;
     const int8_t* aq = a.qs + 32 * c0;

@@ -89,45 +89,85 @@ static inline void block_dots(__m256i (&acc)[NC], __m256i (&acc2)[NC], const uin
   }
 }
 
-// Element half HH of sub-block j of a half-scaled kind (Q6_K, Q3_K, Q2_K) for row halves 0..NH-1:
-// the integer sums of u * a start at the activation's -zero_point * sum(a) of the half, then are
-// scaled by d * sc of the half and d_a; Q2_K adds -dmin * min * d_a * sum(a).
+// Element half HH of a sub-block of a half-scaled kind (Q6_K, Q3_K, Q2_K) for one row half and NC
+// tokens, its 4 chunks' quants u0..u3: the integer sums of u * a start at the activation's
+// -zero_point * sum(a) of the half, then are scaled by dw = d * sc of the half and d_a; Q2_K adds
+// mw * d_a * sum(a) (mw = -dmin * min). kSplit: two integer chains per token.
+template <Kind K, int HH, int NC, bool kSplit>
+static inline void half_dots(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3, __m256 dw,
+                             [[maybe_unused]] __m256 mw, const int8_t* aq, const PackedActMeta* am) {
+  constexpr int g = 4 * HH;  // the activation's 4-element group of chunk 0
+  __m256i acc[NC], acc2[NC];
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>));
+    acc2[c] = _mm256_setzero_si256();
+  }
+  if constexpr (kSplit) {
+    dot4<NC>(acc, u0, aq, g);
+    dot4<NC>(acc2, u1, aq, g + 1);
+    dot4<NC>(acc, u2, aq, g + 2);
+    dot4<NC>(acc2, u3, aq, g + 3);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], acc2[c]);
+  } else {
+    dot4<NC>(acc, u0, aq, g);
+    dot4<NC>(acc, u1, aq, g + 1);
+    dot4<NC>(acc, u2, aq, g + 2);
+    dot4<NC>(acc, u3, aq, g + 3);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), scale, accf[c]);
+    if constexpr (K == Kind::Q2_K) {
+      const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
+      accf[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[c]);
+    }
+  }
+}
+
+// half_dots of sub-block j's element half HH for row halves 0..NH-1, decoding its quants.
 template <Kind K, int HH, int NH, int NC>
 static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, const int8_t* aq,
                              const PackedActMeta* am) {
   constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
   const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-  constexpr int g = 4 * HH;  // the activation's 4-element group of chunk 0
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) {
-    __m256i acc[NC], acc2[NC];
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      acc[c] = _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>));
-      acc2[c] = _mm256_setzero_si256();
-    }
-    if constexpr (kSplit) {
-      dot4<NC>(acc, half_quants<K, 0, HH>(qs, h), aq, g);
-      dot4<NC>(acc2, half_quants<K, 1, HH>(qs, h), aq, g + 1);
-      dot4<NC>(acc, half_quants<K, 2, HH>(qs, h), aq, g + 2);
-      dot4<NC>(acc2, half_quants<K, 3, HH>(qs, h), aq, g + 3);
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], acc2[c]);
-    } else {
-      dot4<NC>(acc, half_quants<K, 0, HH>(qs, h), aq, g);
-      dot4<NC>(acc, half_quants<K, 1, HH>(qs, h), aq, g + 1);
-      dot4<NC>(acc, half_quants<K, 2, HH>(qs, h), aq, g + 2);
-      dot4<NC>(acc, half_quants<K, 3, HH>(qs, h), aq, g + 3);
-    }
-    __m256 dw, mw;
+    __m256 dw, mw = _mm256_setzero_ps();
     half_factors<K, HH>(w, j, h, dw, mw);
+    half_dots<K, HH, NC, kSplit>(accf[h], half_quants<K, 0, HH>(qs, h), half_quants<K, 1, HH>(qs, h),
+                                 half_quants<K, 2, HH>(qs, h), half_quants<K, 3, HH>(qs, h), dw, mw, aq, am);
+  }
+}
+
+// half_dots of sub-block s's element half HH for row halves 0..NH-1 from a decoded panel.
+template <Kind K, int HH, int NH, int NC>
+static inline void panel_half_sums(__m256 (&accf)[NH][NC], const HalfPanel& p, int64_t s, const int8_t* aq,
+                                   const PackedActMeta* am) {
+  constexpr bool kSplit = NH * NC <= 2;
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+    half_dots<K, HH, NC, kSplit>(accf[h], p.quants(s, HH, 0, h), p.quants(s, HH, 1, h), p.quants(s, HH, 2, h),
+                                 p.quants(s, HH, 3, h), p.dw(s, HH, h), p.mw(s, HH, h), aq, am);
+}
+
+// y[c * y_stride + r] = accf[h][c] for the rows of halves 0..NH-1 below n_rows.
+template <int NH, int NC>
+static inline void store_tile(const __m256 (&accf)[NH][NC], float* y, size_t y_stride, int n_rows) {
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const int rows = n_rows - 8 * h;
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), scale, accf[h][c]);
-      if constexpr (K == Kind::Q2_K) {
-        const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
-        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[h][c]);
+      float* out = y + c * y_stride + 8 * h;
+      if (rows >= 8) {
+        _mm256_storeu_ps(out, accf[h][c]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, accf[h][c]);
+        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
       }
     }
   }
@@ -187,20 +227,51 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       }
     }
   }
+  store_tile<NH, NC>(accf, y, y_stride, n_rows);
+}
+
+// tile() of a half-scaled kind over a decoded panel: the same integer sums and float steps in the
+// same order, so the same bits.
+template <Kind K, int NH, int NC>
+void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
+                size_t y_stride, int n_rows) {
+  __m256 accf[NH][NC];
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const int rows = n_rows - 8 * h;
+  for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      float* out = y + c * y_stride + 8 * h;
-      if (rows >= 8) {
-        _mm256_storeu_ps(out, accf[h][c]);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, accf[h][c]);
-        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
-      }
-    }
+    for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
+    panel_half_sums<K, 0, NH, NC>(accf, p, s, aq, am);
+    panel_half_sums<K, 1, NH, NC>(accf, p, s, aq, am);
+  }
+  store_tile<NH, NC>(accf, y, y_stride, n_rows);
+}
+
+template <Kind K, int NH>
+void panel_tile_n(int n, const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
+                  size_t y_stride, int n_rows) {
+  switch (n) {
+    case 1:
+      return panel_tile<K, NH, 1>(p, nb, aq, am, y, y_stride, n_rows);
+    case 2:
+      return panel_tile<K, NH, 2>(p, nb, aq, am, y, y_stride, n_rows);
+    default:
+      return panel_tile<K, NH, 3>(p, nb, aq, am, y, y_stride, n_rows);
+  }
+}
+
+// A half-scaled group of several register tiles: decoded once, then each tile over the panel.
+template <Kind K>
+void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
+                     int n_rows) {
+  thread_local HalfPanel panel;
+  panel.decode<K>(w, nb, n_rows > 8 ? 2 : 1, kPrefetchBytes);
+  for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
+    const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
+    if (n_rows > 8)
+      panel_tile_n<K, 2>(n, panel, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+    else
+      panel_tile_n<K, 1>(n, panel, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
   }
 }
 
@@ -220,6 +291,9 @@ void tile_n(int n, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedA
 template <Kind K>
 void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
                   int n_rows) {
+  if constexpr (kHalfScaled<K>) {
+    if (nc > kTileTokens) return half_panel_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
+  }
   for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
     const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
     if (n_rows > 8)
