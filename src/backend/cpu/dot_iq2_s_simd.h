@@ -23,14 +23,14 @@ struct Ops {
     float f;
   };
   static Row load_row(const uint8_t* blk) { return {blk, load_half(blk + offsetof(BlockIQ2_S, d)) * 0.125f}; }
-  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
     const uint8_t* qs = row.blk + offsetof(BlockIQ2_S, qs) + 4 * k;
     const int qh = row.blk[offsetof(BlockIQ2_S, qh) + k];
-    uint32_t signs;
-    std::memcpy(&signs, row.blk + offsetof(BlockIQ2_S, qs) + kQK_K / 8 + 4 * k, 4);
-    w = sign_grid(kIq2sGrid[qs[0] | ((qh << 8) & 0x300)], kIq2sGrid[qs[1] | ((qh << 6) & 0x300)],
-                  kIq2sGrid[qs[2] | ((qh << 4) & 0x300)], kIq2sGrid[qs[3] | ((qh << 2) & 0x300)],
-                  sign_bytes(signs));
+    uint32_t sign_bits;
+    std::memcpy(&sign_bits, row.blk + offsetof(BlockIQ2_S, qs) + kQK_K / 8 + 4 * k, 4);
+    mag = grid4(kIq2sGrid[qs[0] | ((qh << 8) & 0x300)], kIq2sGrid[qs[1] | ((qh << 6) & 0x300)],
+                kIq2sGrid[qs[2] | ((qh << 4) & 0x300)], kIq2sGrid[qs[3] | ((qh << 2) & 0x300)]);
+    signs = sign_bytes(sign_bits);
     const int s = row.blk[offsetof(BlockIQ2_S, scales) + k];
     sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
   }

@@ -23,11 +23,11 @@ struct Ops {
     float f;
   };
   static Row load_row(const uint8_t* blk) { return {blk, load_half(blk + offsetof(BlockIQ3_S, d))}; }
-  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
     const uint8_t* qs = row.blk + offsetof(BlockIQ3_S, qs) + 8 * k;
     const int qh = row.blk[offsetof(BlockIQ3_S, qh) + k];
-    uint32_t signs;
-    std::memcpy(&signs, row.blk + offsetof(BlockIQ3_S, signs) + 4 * k, 4);
+    uint32_t sign_bits;
+    std::memcpy(&sign_bits, row.blk + offsetof(BlockIQ3_S, signs) + 4 * k, 4);
     // Entry i of the chunk takes bit i of qh as its ninth index bit.
     const __m256i high =
         _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(qh), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
@@ -35,8 +35,8 @@ struct Ops {
     const __m256i idx =
         _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))),
                         _mm256_slli_epi32(high, 8));
-    const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3sGrid), idx, 4);
-    w = _mm256_sign_epi8(mag, sign_bytes(signs));
+    mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3sGrid), idx, 4);
+    signs = sign_bytes(sign_bits);
     const int s = (row.blk[offsetof(BlockIQ3_S, scales) + k / 2] >> (4 * (k % 2))) & 0xF;
     sc = _mm256_set1_epi16(static_cast<short>(2 * s + 1));
   }

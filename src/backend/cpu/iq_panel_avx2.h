@@ -27,7 +27,7 @@
 namespace strata::cpu {
 namespace {
 
-// One row's super-block, decoded: Ops::chunk's values and pair scales for the 8 chunks.
+// One row's super-block, decoded: iq_chunk's values and pair scales for the 8 chunks.
 struct alignas(64) IqPanelBlock {
   __m256i w[8];   // [chunk] int8 x 32
   __m256i sc[8];  // [chunk] int16 x 16, lane i scales elements 2i, 2i + 1
@@ -43,7 +43,7 @@ static inline void decode_panel_block(const uint8_t* blk, IqPanelBlock& out) {
   __m256i bias = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
-    Ops::chunk(row, k, out.w[k], out.sc[k]);
+    iq_chunk<Ops>(row, k, out.w[k], out.sc[k]);
     bias = _mm256_add_epi32(bias, _mm256_madd_epi16(_mm256_maddubs_epi16(u128, out.w[k]), out.sc[k]));
   }
   out.bias = bias;

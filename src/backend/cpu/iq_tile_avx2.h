@@ -14,6 +14,10 @@
 //   Row, load_row(blk)               what a super-block's chunks need; Row::f the float factor
 //   chunk(row, k, &w, &sc)           chunk k (0..7): w: int8 x 32, sc: int16 x 16 (lane i scales
 //                                    elements 2i, 2i + 1)
+// or, for the grid types whose values are a magnitude and a sign (IQ2_*, IQ3_*), instead of chunk:
+//   chunk_parts(row, k, &mag, &signs, &sc)   w = mag * signs, mag >= 0, signs +1 / -1 bytes
+// Then the tile signs the activation, vpmaddubsw(mag, sign(a, signs)): one vpsignb per row and
+// token instead of three (w, |w| and sign(a, w)).
 #pragma once
 
 #include <cstddef>
@@ -70,6 +74,23 @@ static inline void iq_tile_run(int64_t n, const uint8_t* w, size_t ws, const uin
 }
 
 template <class Ops>
+concept IqSignParts = requires(const typename Ops::Row& row, __m256i& v) {
+  Ops::chunk_parts(row, 0, v, v, v);
+};
+
+// Chunk k of a row as signed values and pair scales, from either form of Ops.
+template <class Ops>
+static inline void iq_chunk(const typename Ops::Row& row, int k, __m256i& w, __m256i& sc) {
+  if constexpr (IqSignParts<Ops>) {
+    __m256i mag, signs;
+    Ops::chunk_parts(row, k, mag, signs, sc);
+    w = _mm256_sign_epi8(mag, signs);
+  } else {
+    Ops::chunk(row, k, w, sc);
+  }
+}
+
+template <class Ops>
 struct IqTileAvx2 {
   static constexpr size_t kBlockBytes = Ops::kBlockBytes;
   using Row = typename Ops::Row;
@@ -82,13 +103,17 @@ struct IqTileAvx2 {
     for (int k = 0; k < 8; ++k) {
 #pragma GCC unroll 8
       for (int r = 0; r < NR; ++r) {
-        __m256i wv, sc;
-        Ops::chunk(rows[r], k, wv, sc);
-        const __m256i wabs = _mm256_sign_epi8(wv, wv);
+        __m256i mag, signs, sc;  // signs: of w (chunk) or of the magnitudes (chunk_parts)
+        if constexpr (IqSignParts<Ops>) {
+          Ops::chunk_parts(rows[r], k, mag, signs, sc);
+        } else {
+          Ops::chunk(rows[r], k, signs, sc);
+          mag = _mm256_sign_epi8(signs, signs);
+        }
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), wv);
-          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, y), sc);
+          const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), signs);
+          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, y), sc);
           acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
         }
       }
@@ -107,11 +132,10 @@ static inline __m256i pair_scales(int lo, int hi) {
   return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));
 }
 
-// Four grid entries of 8 bytes (groups 0..3 of a chunk) signed by 32 bytes of +1 / -1.
-static inline __m256i sign_grid(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3, __m256i signs) {
-  const __m256i mag = _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
-                                         static_cast<long long>(g2), static_cast<long long>(g3));
-  return _mm256_sign_epi8(mag, signs);
+// Four grid entries of 8 bytes (groups 0..3 of a chunk).
+static inline __m256i grid4(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3) {
+  return _mm256_setr_epi64x(static_cast<long long>(g0), static_cast<long long>(g1),
+                            static_cast<long long>(g2), static_cast<long long>(g3));
 }
 
 // 32 sign bits (bit j of byte l for element 8 l + j) -> 32 bytes of +1 / -1.
