@@ -6,7 +6,7 @@
 namespace strata::cpu {
 namespace {
 
-constexpr TypeKernels kKernels = iq_type_kernels<Ops, 2, 4>(quantize_row_q8_k_avx2);
+constexpr TypeKernels kKernels = iq_type_kernels<Ops, 2, 4, TernaryTile<Ops>>(quantize_row_q8_k_avx2);
 
 }  // namespace
 

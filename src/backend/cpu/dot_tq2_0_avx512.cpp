@@ -10,7 +10,7 @@
 namespace strata::cpu {
 namespace {
 
-constexpr TypeKernels kKernels = iq_type_kernels<Ops, 3, 4>(quantize_row_q8_k_avx512);
+constexpr TypeKernels kKernels = iq_type_kernels<Ops, 3, 4, TernaryTile<Ops>>(quantize_row_q8_k_avx512);
 
 }  // namespace
 

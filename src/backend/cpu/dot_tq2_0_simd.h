@@ -17,7 +17,8 @@ namespace {
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockTQ2_0);
-  static constexpr int kMaxAbsW = 1;  // the largest |w| of a chunk: 2-bit fields - 1
+  static constexpr bool kUnitScales = true;  // sc = 1 (iq_panel_avx2.h)
+  static constexpr int kMaxAbsW = 1;         // the largest |w| of a chunk: 2-bit fields - 1
   struct Row {
     const uint8_t* qs;  // [64]
     float f;
@@ -25,10 +26,13 @@ struct Ops {
   static Row load_row(const uint8_t* blk) {
     return {blk + offsetof(BlockTQ2_0, qs), load_half(blk + offsetof(BlockTQ2_0, d))};
   }
-  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+  // Chunk k's 2-bit fields q = w + 1.
+  static __m256i trits(const Row& row, int k) {
     const __m256i x = loadu_256(row.qs + 32 * (k / 4));
-    const __m256i q = _mm256_and_si256(_mm256_srli_epi16(x, 2 * (k % 4)), _mm256_set1_epi8(3));
-    w = _mm256_sub_epi8(q, _mm256_set1_epi8(1));
+    return _mm256_and_si256(_mm256_srli_epi16(x, 2 * (k % 4)), _mm256_set1_epi8(3));
+  }
+  static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
+    w = _mm256_sub_epi8(trits(row, k), _mm256_set1_epi8(1));
     sc = _mm256_set1_epi16(1);
   }
 };

@@ -50,8 +50,15 @@ static inline void decode_panel_block(const uint8_t* blk, IqPanelBlock& out) {
   out.f = row.f;
 }
 
+// Unit-scale types (the ternary TQ1_0, TQ2_0: sc = 1, |w| <= 1) add a super-block's int16 pair
+// sums in int16 (8 chunks x 2 * 255 * 1 = 4080) before one vpmaddwd by 1: the same int32 lanes.
+template <class Ops>
+constexpr bool kUnitScales = requires {
+  Ops::kUnitScales;
+};
+
 // out[c * os + r] for NR rows x NC tokens over a panel p[b * NR + r]; a: [NC] Q8_K rows.
-template <int NR, int NC>
+template <int NR, int NC, bool kUnit>
 static inline void panel_tile(int64_t nb, const IqPanelBlock* p, const uint8_t* a, size_t as, float* out,
                               size_t os) {
   [[maybe_unused]] const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -80,17 +87,24 @@ static inline void panel_tile(int64_t nb, const IqPanelBlock* p, const uint8_t* 
         const __m512i wk = _mm512_loadu_si512(&p[r].w[k]), sk = _mm512_loadu_si512(&p[r].sc[k]);
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(u[c], wk), sk);
-          acc2[r][c] = k == 0 ? s : _mm512_add_epi32(acc2[r][c], s);
+          if constexpr (kUnit) {
+            const __m512i s = _mm512_maddubs_epi16(u[c], wk);
+            acc2[r][c] = k == 0 ? s : _mm512_add_epi16(acc2[r][c], s);
+          } else {
+            const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(u[c], wk), sk);
+            acc2[r][c] = k == 0 ? s : _mm512_add_epi32(acc2[r][c], s);
+          }
         }
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c)
+      for (int c = 0; c < NC; ++c) {
+        if constexpr (kUnit) acc2[r][c] = _mm512_madd_epi16(acc2[r][c], _mm512_set1_epi16(1));
         acc[r][c] =
             _mm256_add_epi32(_mm512_castsi512_si256(acc2[r][c]), _mm512_extracti64x4_epi64(acc2[r][c], 1));
+      }
 #else
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
@@ -101,10 +115,21 @@ static inline void panel_tile(int64_t nb, const IqPanelBlock* p, const uint8_t* 
       for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], p[r].w[k]), p[r].sc[k]);
-          acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
+          if constexpr (kUnit) {
+            const __m256i s = _mm256_maddubs_epi16(u[c], p[r].w[k]);
+            acc[r][c] = k == 0 ? s : _mm256_add_epi16(acc[r][c], s);
+          } else {
+            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], p[r].w[k]), p[r].sc[k]);
+            acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
+          }
         }
       }
+    }
+    if constexpr (kUnit) {
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_madd_epi16(acc[r][c], _mm256_set1_epi16(1));
     }
 #endif
 #pragma GCC unroll 8
@@ -121,13 +146,13 @@ static inline void panel_tile(int64_t nb, const IqPanelBlock* p, const uint8_t* 
 }
 
 // panel_tile with nc (1..TC) as a compile-time count.
-template <int NR, int TC, int NC = 1>
+template <int NR, int TC, bool kUnit, int NC = 1>
 static inline void panel_cols(int nc, int64_t nb, const IqPanelBlock* p, const uint8_t* a, size_t as,
                               float* out, size_t os) {
   if constexpr (NC < TC) {
-    if (nc != NC) return panel_cols<NR, TC, NC + 1>(nc, nb, p, a, as, out, os);
+    if (nc != NC) return panel_cols<NR, TC, kUnit, NC + 1>(nc, nb, p, a, as, out, os);
   }
-  panel_tile<NR, NC>(nb, p, a, as, out, os);
+  panel_tile<NR, NC, kUnit>(nb, p, a, as, out, os);
 }
 
 // NR rows of w decoded into this thread's panel, then the nc tokens of a in tiles of TC.
@@ -145,7 +170,8 @@ static void run_panel(int64_t n, const uint8_t* w, size_t ws, int nc, const uint
       decode_panel_block<Ops>(w + r * ws + b * Ops::kBlockBytes, panel[static_cast<size_t>(b * NR + r)]);
   }
   for (int c0 = 0; c0 < nc; c0 += TC)
-    panel_cols<NR, TC>(std::min(TC, nc - c0), nb, panel.data(), a + c0 * as, as, out + c0 * os, os);
+    panel_cols<NR, TC, kUnitScales<Ops>>(std::min(TC, nc - c0), nb, panel.data(), a + c0 * as, as,
+                                         out + c0 * os, os);
 }
 
 // The gemm_panel entry (kernels.h): nr <= TR rows (TR at a time, then single rows) x any nc.

@@ -127,6 +127,55 @@ struct IqTileAvx2 {
   }
 };
 
+// The ternary types' tile (TQ1_0, TQ2_0: sc = 1, w = q - 1 with Ops::trits(row, k) giving the
+// unsigned q = 0..2) without the sign steps: vpmaddubsw(q, a) takes q as it is, and the int16
+// pair sums of all 8 chunks add up in int16 (|pair| <= 2 * 2 * 127, 8 chunks 4064) before one
+// vpmaddwd; sum(a) over the same elements (vpmaddubsw(1, a), once per token for all the rows)
+// takes the + 1 back. Each int32 lane ends with IqTileAvx2's integer (elements 4i..4i+3 of every
+// chunk), so the outputs are bitwise those of that tile and of the panel
+// (IqKernels.GemmPanelEqualsTheTileBitwise). Decode of the 1.1B preset on Zen 5 (t/s): TQ2_0
+// avx2 78-84 -> 94-106, avx512 83 -> 96-102; TQ1_0 (with trits' cheaper decoding) avx2 38 -> 63,
+// avx512 39 -> 65.
+template <class Ops>
+struct TernaryTile {
+  static constexpr size_t kBlockBytes = Ops::kBlockBytes;
+  using Row = typename Ops::Row;
+  static Row load_row(const uint8_t* blk) { return Ops::load_row(blk); }
+
+  template <int NR, int NC>
+  static inline void block(const Row* rows, const uint8_t* const* aq, __m256i (&acc)[NR][NC]) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i s16[NR][NC], a16[NC];  // the pair sums of q * a and of a
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      __m256i q[NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) q[r] = Ops::trits(rows[r], k);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const __m256i a = loadu_256(aq[c] + 32 * k);
+        const __m256i sa = _mm256_maddubs_epi16(ones8, a);
+        a16[c] = k == 0 ? sa : _mm256_add_epi16(a16[c], sa);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+          const __m256i p = _mm256_maddubs_epi16(q[r], a);
+          s16[r][c] = k == 0 ? p : _mm256_add_epi16(s16[r][c], p);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_madd_epi16(_mm256_sub_epi16(s16[r][c], a16[c]), ones16);
+  }
+
+  template <int NR, int NC>
+  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
+                  size_t os) {
+    iq_tile_run<TernaryTile, NR, NC>(n, w, ws, a, as, out, os);
+  }
+};
+
 // int16 x 16 with lanes 0..7 = lo (elements 0..15 of a chunk) and 8..15 = hi (elements 16..31).
 static inline __m256i pair_scales(int lo, int hi) {
   return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));

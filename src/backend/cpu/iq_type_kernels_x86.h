@@ -11,9 +11,9 @@
 namespace strata::cpu {
 namespace {
 
-template <class Ops, int TR, int TC>
+// Tile: a kernel of iq_tile_run with IqTileAvx2's integers (the ternary types' TernaryTile).
+template <class Ops, int TR, int TC, class Tile = IqTileAvx2<Ops>>
 constexpr TypeKernels iq_type_kernels(void (*quantize_q8_k)(const float*, void*, int64_t)) {
-  using Tile = IqTileAvx2<Ops>;
   return {TensorType::Q8_K,           quantize_q8_k, tile_vec_dot<Tile>, dispatch_tile<Tile, TR, TC>, TR, TC,
           dispatch_panel<Ops, TR, TC>};
 }
