@@ -20,13 +20,13 @@ using Tile = FloatTileAvx2<Ops>;
 // Prefill tiles of 3 x 4: 12 accumulators, 3 converted weight vectors and one converted
 // activation fill the 16 registers (whole-model pp128 / pp512 of the 1.1B shape on Zen 5: 75-84 /
 // 75-81 t/s at 4 x 2, 85-89 / 85-93 at 3 x 4; float activations widened once and taken from
-// memory by the FMA ran 75-82 / 79-85: they double the tile's L1 footprint). Decode streams 9
-// rows at once (a multiple of 3, tile_dispatch.h).
-constexpr int kDecodeRows = 9, kTileRows = 3, kTileCols = 4;
+// memory by the FMA ran 75-82 / 79-85: they double the tile's L1 footprint). Decode streams 3
+// rows side by side (tile_dispatch.h).
+constexpr int kDecodeRows = 3, kTileRows = 3, kTileCols = 4;
 constexpr TypeKernels kKernels{
     TensorType::F16,    quantize_row_f16_avx2,
     tile_vec_dot<Tile>, dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
-    kDecodeRows,        kTileCols};
+    kTileRows,          kTileCols};
 
 }  // namespace
 

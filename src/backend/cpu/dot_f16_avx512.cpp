@@ -24,12 +24,12 @@ struct Ops {
 
 using Tile = FloatTileAvx512<Ops>;
 // Prefill tiles of 4 x 6 (24 of the 32 zmm accumulate; pp128 of the 1.1B shape on Zen 5 138-152
-// t/s at 4 x 4, 146-161 at 4 x 6, alternating); decode streams 8 rows at once (tile_dispatch.h).
-constexpr int kDecodeRows = 8, kTileRows = 4, kTileCols = 6;
+// t/s at 4 x 4, 146-161 at 4 x 6, alternating); decode streams one row at a time (tile_dispatch.h).
+constexpr int kDecodeRows = 1, kTileRows = 4, kTileCols = 6;
 constexpr TypeKernels kKernels{
     TensorType::F16,    quantize_row_f16_avx512,
     tile_vec_dot<Tile>, dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
-    kDecodeRows,        kTileCols};
+    kTileRows,          kTileCols};
 
 }  // namespace
 

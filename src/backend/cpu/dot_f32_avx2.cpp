@@ -15,13 +15,13 @@ struct Ops {
 
 using Tile = FloatTileAvx2<Ops>;
 // Prefill tiles of 3 x 4 (12 accumulators, 3 weight vectors, one activation: the 16 registers;
-// pp128 of the 1.1B shape on Zen 5 60-62 t/s at 4 x 2, 79-80 at 3 x 4); decode streams 9 rows
-// at once (a multiple of 3, tile_dispatch.h).
-constexpr int kDecodeRows = 9, kTileRows = 3, kTileCols = 4;
+// pp128 of the 1.1B shape on Zen 5 60-62 t/s at 4 x 2, 79-80 at 3 x 4); decode streams 3 rows
+// side by side (tile_dispatch.h).
+constexpr int kDecodeRows = 3, kTileRows = 3, kTileCols = 4;
 constexpr TypeKernels kKernels{
     TensorType::F32,    quantize_row_f32,
     tile_vec_dot<Tile>, dispatch_tile_wide_decode<Tile, kDecodeRows, kTileRows, kTileCols>,
-    kDecodeRows,        kTileCols};
+    kTileRows,          kTileCols};
 
 }  // namespace
 

@@ -17,9 +17,10 @@ namespace {
 
 template <class Ops>
 struct FloatTileAvx2 {
-  // Decode (one column) streams NR rows side by side: fetch each 4 KiB ahead of the hardware
-  // prefetchers (as float_tile_avx512.h).
-  static constexpr size_t kPrefetch = 4096;
+  // Decode (one column) streams NR rows side by side, each a stream the hardware prefetchers start
+  // late on (a 4 KiB row is one page): fetch the next tile's rows at the same offset, as
+  // prefetch_next_rows does. Fetching 4 KiB ahead within each row instead left the rows of 4 KiB
+  // (q, k, v, gate, up, output of the 1.1B shape) at 0.73-0.77 of the read bandwidth.
   template <int NR, int NC>
   static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
                   size_t os) {
@@ -34,7 +35,7 @@ struct FloatTileAvx2 {
       if constexpr (NC == 1) {
         if ((i * E) % 64 == 0)
           for (int r = 0; r < NR; ++r)
-            _mm_prefetch(reinterpret_cast<const char*>(w + r * ws + i * E + kPrefetch), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * ws + i * E), _MM_HINT_T0);
       }
       step<NR, NC>(acc, w, ws, a, as, i * E);
     }

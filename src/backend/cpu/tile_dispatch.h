@@ -41,16 +41,20 @@ void dispatch_tile(int64_t n, int nr, int nc, const void* w, size_t ws, const vo
   }
 }
 
-// dispatch_tile whose one-token calls (decode) take TR1 rows at a time and the others TR: a
-// one-column float tile has the registers for more rows, and decode streams those rows side by
-// side (F16 GEMV on Zen 5: 8 rows read 15-25% faster than 4; prefill keeps its TR x TC tile,
-// 10-15% faster than 8 x TC there). TR1 is a multiple of TR; the kernels report TR1 as their
-// tile_rows so that decode calls get whole TR1 tiles. Every output is the same sequence of
-// operations in either tile (batch invariance, kernels.h).
+// dispatch_tile whose one-token calls (decode) take TR1 rows at a time and the others TR. The
+// float tiles stream their decode rows from memory, each prefetching the next tile's rows at the
+// same offset: as few rows side by side as keep the FMAs busy, since every row is a stream the
+// hardware prefetchers take up late (a 4 KiB row is one page). F16 decode of the 1.1B shape on
+// Zen 5 (BM_DecodeRoofline, of the read bandwidth): AVX-512 one row at a time 0.98-0.99, 2 rows
+// 0.85, 8 rows 0.61-0.78 (before: 4 KiB ahead within each row); AVX2 3 rows 0.80-0.84 against
+// 0.70-0.78 for 9 (one row's chain of 4-cycle FMAs of 8 floats tops out near 17 GB/s a thread:
+// 0.48 there in the 80 GB/s windows). NEON streams 8. TR1 is 1 or a multiple of TR; the kernels
+// report max(TR1, TR) as their tile_rows. Every output is the same sequence of operations in
+// either tile (batch invariance, kernels.h).
 template <class Kernel, int TR1, int TR, int TC>
 void dispatch_tile_wide_decode(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as,
                                float* out, size_t os) {
-  static_assert(TR1 % TR == 0);
+  static_assert(TR1 == 1 || TR1 % TR == 0);
   if (nc == 1)
     dispatch_tile<Kernel, TR1, 1>(n, nr, nc, w, ws, a, as, out, os);
   else
