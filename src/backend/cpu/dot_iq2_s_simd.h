@@ -23,7 +23,7 @@ struct Ops {
     float f;
   };
   static Row load_row(const uint8_t* blk) { return {blk, load_half(blk + offsetof(BlockIQ2_S, d)) * 0.125f}; }
-  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
+  static void chunk_parts(const Row& row, int k, __m256i& mag, IqSigns& signs, __m256i& sc) {
     const uint8_t* qs = row.blk + offsetof(BlockIQ2_S, qs) + 4 * k;
     const int qh = row.blk[offsetof(BlockIQ2_S, qh) + k];
     uint32_t sign_bits;

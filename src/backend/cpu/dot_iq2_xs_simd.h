@@ -27,12 +27,12 @@ struct Ops {
     return {blk + offsetof(BlockIQ2_XS, qs), blk + offsetof(BlockIQ2_XS, scales),
             load_half(blk + offsetof(BlockIQ2_XS, d)) * 0.125f};
   }
-  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
-    uint16_t q[4];
-    std::memcpy(q, row.qs + 8 * k, 8);
-    mag =
-        grid4(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511], kIq2xsGrid[q[3] & 511]);
-    signs = signs7(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
+  static void chunk_parts(const Row& row, int k, __m256i& mag, IqSigns& signs, __m256i& sc) {
+    uint64_t q;  // four 16-bit entries: grid index in bits 0..8, signs in 9..15
+    std::memcpy(&q, row.qs + 8 * k, 8);
+    mag = grid4(kIq2xsGrid[q & 511], kIq2xsGrid[(q >> 16) & 511], kIq2xsGrid[(q >> 32) & 511],
+                kIq2xsGrid[(q >> 48) & 511]);
+    signs = signs7_high9(q);
     const int s = row.scales[k];
     sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
   }

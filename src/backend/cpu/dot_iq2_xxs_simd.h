@@ -25,12 +25,12 @@ struct Ops {
   static Row load_row(const uint8_t* blk) {
     return {blk + offsetof(BlockIQ2_XXS, qs), load_half(blk + offsetof(BlockIQ2_XXS, d)) * 0.125f};
   }
-  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
+  static void chunk_parts(const Row& row, int k, __m256i& mag, IqSigns& signs, __m256i& sc) {
     const uint8_t* q = row.qs + 8 * k;
     uint32_t aux;
     std::memcpy(&aux, q + 4, 4);
     mag = grid4(kIq2xxsGrid[q[0]], kIq2xxsGrid[q[1]], kIq2xxsGrid[q[2]], kIq2xxsGrid[q[3]]);
-    signs = signs7(aux, aux >> 7, aux >> 14, aux >> 21);
+    signs = signs7_packed(aux);
     sc = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
   }
 };

@@ -25,13 +25,13 @@ struct Ops {
   static Row load_row(const uint8_t* blk) {
     return {blk + offsetof(BlockIQ3_XXS, qs), load_half(blk + offsetof(BlockIQ3_XXS, d)) * 0.25f};
   }
-  static void chunk_parts(const Row& row, int k, __m256i& mag, __m256i& signs, __m256i& sc) {
+  static void chunk_parts(const Row& row, int k, __m256i& mag, IqSigns& signs, __m256i& sc) {
     uint32_t aux;
     std::memcpy(&aux, row.qs + kQK_K / 4 + 4 * k, 4);
     const __m256i idx =
         _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row.qs + 8 * k)));
     mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3xxsGrid), idx, 4);
-    signs = signs7(aux, aux >> 7, aux >> 14, aux >> 21);
+    signs = signs7_packed(aux);
     sc = _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1));
   }
 };

@@ -73,18 +73,35 @@ static inline void iq_tile_run(int64_t n, const uint8_t* w, size_t ws, const uin
     for (int c = 0; c < NC; ++c) out[c * os + r] = hsum_f32x8(accf[r][c]);
 }
 
+// A chunk's signs (chunk_parts): 32 bytes of +1 / -1 for vpsignb; at AVX-512 the mask of its
+// negative elements for one masked subtract, which spares building the bytes: IQ2_S and IQ3_S
+// store that mask as it is, and the 7-bit fields of IQ2_XXS, IQ2_XS and IQ3_XXS need only their
+// parities (signs7). Either way x * s wraps -128 as vpsignb does, so the integers are the same.
+#if defined(__AVX512F__)
+using IqSigns = __mmask32;
+static inline __m256i apply_signs(__m256i x, IqSigns s) {
+  return _mm256_mask_sub_epi8(x, s, _mm256_setzero_si256(), x);
+}
+#else
+using IqSigns = __m256i;
+static inline __m256i apply_signs(__m256i x, IqSigns s) {
+  return _mm256_sign_epi8(x, s);
+}
+#endif
+
 template <class Ops>
-concept IqSignParts = requires(const typename Ops::Row& row, __m256i& v) {
-  Ops::chunk_parts(row, 0, v, v, v);
+concept IqSignParts = requires(const typename Ops::Row& row, __m256i& v, IqSigns& s) {
+  Ops::chunk_parts(row, 0, v, s, v);
 };
 
 // Chunk k of a row as signed values and pair scales, from either form of Ops.
 template <class Ops>
 static inline void iq_chunk(const typename Ops::Row& row, int k, __m256i& w, __m256i& sc) {
   if constexpr (IqSignParts<Ops>) {
-    __m256i mag, signs;
+    __m256i mag;
+    IqSigns signs;
     Ops::chunk_parts(row, k, mag, signs, sc);
-    w = _mm256_sign_epi8(mag, signs);
+    w = apply_signs(mag, signs);
   } else {
     Ops::chunk(row, k, w, sc);
   }
@@ -103,17 +120,22 @@ struct IqTileAvx2 {
     for (int k = 0; k < 8; ++k) {
 #pragma GCC unroll 8
       for (int r = 0; r < NR; ++r) {
-        __m256i mag, signs, sc;  // signs: of w (chunk) or of the magnitudes (chunk_parts)
+        __m256i mag, sc, y[NC];  // y: the activation with the weights' signs
         if constexpr (IqSignParts<Ops>) {
+          IqSigns signs;
           Ops::chunk_parts(rows[r], k, mag, signs, sc);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) y[c] = apply_signs(loadu_256(aq[c] + 32 * k), signs);
         } else {
-          Ops::chunk(rows[r], k, signs, sc);
-          mag = _mm256_sign_epi8(signs, signs);
+          __m256i w;
+          Ops::chunk(rows[r], k, w, sc);
+          mag = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) y[c] = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), w);
         }
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m256i y = _mm256_sign_epi8(loadu_256(aq[c] + 32 * k), signs);
-          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, y), sc);
+          const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, y[c]), sc);
           acc[r][c] = k == 0 ? s : _mm256_add_epi32(acc[r][c], s);
         }
       }
@@ -187,9 +209,13 @@ static inline __m256i grid4(uint64_t g0, uint64_t g1, uint64_t g2, uint64_t g3) 
                             static_cast<long long>(g2), static_cast<long long>(g3));
 }
 
-// 32 sign bits (bit j of byte l for element 8 l + j) -> 32 bytes of +1 / -1.
-static inline __m256i sign_bytes(uint32_t signs) {
+// 32 sign bits (bit j of byte l for element 8 l + j) -> the chunk's signs.
+static inline IqSigns sign_bytes(uint32_t signs) {
+#if defined(__AVX512F__)
+  return signs;
+#else
   return _mm256_or_si256(bits_to_bytes(signs), _mm256_set1_epi8(1));
+#endif
 }
 
 // The 8 sign bytes (+1 or -1) of a group of 8 whose signs are stored as 7 bits, the eighth
@@ -209,11 +235,46 @@ struct SignBytes7 {
 };
 inline constexpr SignBytes7 kSignBytes7{};
 
-// Groups 0..3 of a chunk: their 7-bit sign fields s0..s3 -> int8 x 32 of +1 / -1.
-static inline __m256i signs7(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3) {
+#if defined(__AVX512F__)
+// Four 7-bit sign fields in the low bits of bytes 0..3 -> the chunk's mask: each byte's bit 7 is
+// the parity of its bits 0..6 (bit 0 of t ^ t >> 4 ^ t >> 2 ^ t >> 1, per byte).
+static inline IqSigns signs7_bytes(uint32_t t) {
+  uint32_t p = t ^ (t >> 4);
+  p ^= p >> 2;
+  p ^= p >> 1;
+  return t | ((p & 0x01010101u) << 7);
+}
+#endif
+
+// Groups 0..3 of a chunk: their 7-bit sign fields s0..s3 -> the chunk's signs.
+static inline IqSigns signs7(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3) {
+#if defined(__AVX512F__)
+  return signs7_bytes((s0 & 127) | (s1 & 127) << 8 | (s2 & 127) << 16 | (s3 & 127) << 24);
+#else
   return _mm256_setr_epi64x(
       static_cast<long long>(kSignBytes7.v[s0 & 127]), static_cast<long long>(kSignBytes7.v[s1 & 127]),
       static_cast<long long>(kSignBytes7.v[s2 & 127]), static_cast<long long>(kSignBytes7.v[s3 & 127]));
+#endif
+}
+
+// signs7 of the fields in bits 9..15 of four 16-bit entries (IQ2_XS: q, little-endian).
+static inline IqSigns signs7_high9(uint64_t q) {
+#if defined(__AVX512F__)
+  return signs7_bytes(_pdep_u32(static_cast<uint32_t>(_pext_u64(q, 0xFE00FE00FE00FE00ull)), 0x7F7F7F7Fu));
+#else
+  return signs7(static_cast<uint32_t>(q >> 9), static_cast<uint32_t>(q >> 25), static_cast<uint32_t>(q >> 41),
+                static_cast<uint32_t>(q >> 57));
+#endif
+}
+
+// signs7 of the four 7-bit fields packed in bits 0..27 of aux (IQ2_XXS, IQ3_XXS). AVX-512 CPUs
+// have a fast pdep; the AVX2 level leaves it alone (microcoded on Zen 1 and 2).
+static inline IqSigns signs7_packed(uint32_t aux) {
+#if defined(__AVX512F__)
+  return signs7_bytes(_pdep_u32(aux, 0x7F7F7F7Fu));
+#else
+  return signs7(aux, aux >> 7, aux >> 14, aux >> 21);
+#endif
 }
 
 }  // namespace
