@@ -202,6 +202,33 @@ TEST_P(IqKernels, GemmPanelEqualsTheTileBitwise) {
     }
 }
 
+// The NEON kernels of the types with a super-block decoder (iq_tile_neon.h) run the scalar
+// reference's integer sums and float steps: every output has its bits, tile and panel alike.
+TEST_P(IqKernels, NeonDecoderKernelsAreTheScalarReferenceBitwise) {
+  const IsaLevel level = resolved_isa(GetParam().type, GetParam().isa);
+  if (level != IsaLevel::Neon && level != IsaLevel::NeonDotprod) GTEST_SKIP() << "not a NEON decoder kernel";
+  const TensorType wt = GetParam().type, at = kern().vec_dot_type;
+  if (wt == TensorType::IQ4_NL || wt == TensorType::IQ4_XS || wt == TensorType::MXFP4) GTEST_SKIP();
+  const int64_t n = 5 * type_traits(wt).block_size;
+  constexpr int kRows = 3, kTokens = 6;
+  const size_t ws = row_bytes(wt, n) + 1, as = row_bytes(at, n) + 3;
+  std::vector<uint8_t> w(ws * kRows), a(as * kTokens);
+  fill_random_rows(wt, n, kRows, ws, w.data(), 77);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n * kTokens), 78, 4.0f);
+  for (int c = 0; c < kTokens; ++c) ref().from_float(x.data() + c * n, a.data() + c * as, n);
+  std::vector<float> tile(kRows * kTokens), panel(kRows * kTokens);
+  kern().gemm_tile(n, kRows, 4, w.data(), ws, a.data(), as, tile.data(), kRows);
+  kern().gemm_tile(n, kRows, 2, w.data(), ws, a.data() + 4 * as, as, tile.data() + 4 * kRows, kRows);
+  kern().gemm_panel(n, kRows, kTokens, w.data(), ws, a.data(), as, panel.data(), kRows);
+  for (int c = 0; c < kTokens; ++c)
+    for (int r = 0; r < kRows; ++r) {
+      const float want = ref().vec_dot(n, w.data() + r * ws, a.data() + c * as);
+      ASSERT_EQ(kern().vec_dot(n, w.data() + r * ws, a.data() + c * as), want) << r << "," << c;
+      ASSERT_EQ(tile[c * kRows + r], want) << r << "," << c;
+      ASSERT_EQ(panel[c * kRows + r], want) << r << "," << c;
+    }
+}
+
 TEST_P(IqKernels, ZeroActivationsGiveZero) {
   const TensorType wt = GetParam().type, at = kern().vec_dot_type;
   const int64_t n = 3 * type_traits(wt).block_size;

@@ -39,6 +39,23 @@ void scores(const float* const* qr, int n_rows, const float* kt, int hd, int bs,
   }
 }
 
+// Reduces each of 8 vectors to one value (lane r of the result: row r), in a fixed network of
+// shuffles: a row's value depends on its own 8 lanes only, in the same order always.
+template <typename Op>
+inline __m256 reduce8(const __m256* v, Op op) {
+  __m256 h[4];  // per 128-bit half: rows 2i, 2i+1, elements {0, 2} and {1, 3} combined
+  for (int i = 0; i < 4; ++i)
+    h[i] = op(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  __m256 q[2];  // per 128-bit half: one partial of each of rows 4i..4i+3
+  for (int i = 0; i < 2; ++i)
+    q[i] =
+        op(_mm256_shuffle_ps(h[2 * i], h[2 * i + 1], 0x44), _mm256_shuffle_ps(h[2 * i], h[2 * i + 1], 0xEE));
+  return op(_mm256_permute2f128_ps(q[0], q[1], 0x20), _mm256_permute2f128_ps(q[0], q[1], 0x31));
+}
+
+// All rows' maxima, sums and rescaling factors as 8-lane vectors (as on AVX-512): one vector exp
+// for the 8 rows' corrections instead of a scalar one each, and no per-row horizontal chains.
+// The scaled scores wait in p between the passes.
 void softmax(const float* s, int n_rows, int bs, int first, int last, ScoreMap sm, float* m, float* l,
              float* p, float* corr) {
   const int n_chunks = (bs + 7) / 8;  // bs <= 32: at most four ymm per row
@@ -48,31 +65,40 @@ void softmax(const float* s, int n_rows, int bs, int first, int last, ScoreMap s
     valid[c] = _mm256_andnot_si256(first_lanes(first - 8 * c), first_lanes(last + 1 - 8 * c));
   }
   const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
-  for (int r = 0; r < n_rows; ++r) {
-    __m256 x[4];
-    __m256 vmax = neg_inf;
-    for (int c = 0; c < n_chunks; ++c) {
-      x[c] = _mm256_mul_ps(_mm256_maskload_ps(s + r * bs + 8 * c, keys[c]), _mm256_set1_ps(sm.pre));
-      if (sm.cap > 0.0f) x[c] = _mm256_mul_ps(_mm256_set1_ps(sm.cap), fast_tanh8(x[c]));
-      vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, x[c], _mm256_castsi256_ps(valid[c])));
+  __m256 vmax[kRowsPerPass], vsum[kRowsPerPass];
+  for (int r = 0; r < kRowsPerPass; ++r) {
+    vmax[r] = neg_inf;
+    for (int c = 0; c < n_chunks && r < n_rows; ++c) {
+      __m256 x = _mm256_mul_ps(_mm256_maskload_ps(s + r * bs + 8 * c, keys[c]), _mm256_set1_ps(sm.pre));
+      if (sm.cap > 0.0f) x = _mm256_mul_ps(_mm256_set1_ps(sm.cap), fast_tanh8(x));
+      _mm256_maskstore_ps(p + r * bs + 8 * c, keys[c], x);
+      vmax[r] = _mm256_max_ps(vmax[r], _mm256_blendv_ps(neg_inf, x, _mm256_castsi256_ps(valid[c])));
     }
-    const float smax = std::max(m[r], hmax_f32x8(vmax));
-    __m256 vsum = _mm256_setzero_ps();
-    for (int c = 0; c < n_chunks; ++c) {
-      const __m256 e =
-          _mm256_and_ps(_mm256_castsi256_ps(valid[c]), fast_exp8(_mm256_sub_ps(x[c], _mm256_set1_ps(smax))));
-      _mm256_maskstore_ps(p + r * bs + 8 * c, keys[c], e);
-      vsum = _mm256_add_ps(vsum, e);
-    }
-    float lsum = hsum_f32x8(vsum);
-    corr[r] = 1.0f;
-    if (m[r] != -INFINITY) {
-      corr[r] = fast_exp(m[r] - smax);
-      lsum += l[r] * corr[r];
-    }
-    m[r] = smax;
-    l[r] = lsum;
   }
+  const __m256i rows = first_lanes(n_rows);
+  const __m256 m_old = _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(m, rows), _mm256_castsi256_ps(rows));
+  const __m256 smax =
+      _mm256_max_ps(m_old, reduce8(vmax, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); }));
+  alignas(32) float smax_r[kRowsPerPass];
+  _mm256_store_ps(smax_r, smax);
+  for (int r = 0; r < kRowsPerPass; ++r) {
+    vsum[r] = _mm256_setzero_ps();
+    for (int c = 0; c < n_chunks && r < n_rows; ++c) {
+      const __m256 x = _mm256_maskload_ps(p + r * bs + 8 * c, keys[c]);
+      const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(valid[c]),
+                                     fast_exp8(_mm256_sub_ps(x, _mm256_set1_ps(smax_r[r]))));
+      _mm256_maskstore_ps(p + r * bs + 8 * c, keys[c], e);
+      vsum[r] = _mm256_add_ps(vsum[r], e);
+    }
+  }
+  const __m256 lsum = reduce8(vsum, [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); });
+  // corr = exp(m_old - smax), 1 for rows that had seen nothing (m_old = -inf, l_old = 0).
+  const __m256 fresh = _mm256_cmp_ps(m_old, neg_inf, _CMP_EQ_OQ);
+  const __m256 c8 = _mm256_blendv_ps(fast_exp8(_mm256_sub_ps(m_old, smax)), _mm256_set1_ps(1.0f), fresh);
+  const __m256 l_old = _mm256_maskload_ps(l, _mm256_andnot_si256(_mm256_castps_si256(fresh), rows));
+  _mm256_maskstore_ps(corr, rows, c8);
+  _mm256_maskstore_ps(m, rows, smax);
+  _mm256_maskstore_ps(l, rows, _mm256_fmadd_ps(l_old, c8, lsum));
 }
 
 // Four rows x two 8-float column chunks (16 columns) in 8 ymm across the keys.

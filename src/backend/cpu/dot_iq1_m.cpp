@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -10,9 +11,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float iq1_m_decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* scales = blk + offsetof(BlockIQ1_M, scales);
   for (int g = 0; g < 32; ++g) {
     const int nibble = (blk[offsetof(BlockIQ1_M, qh) + g / 2] >> (4 * (g % 2))) & 0xF;
@@ -25,7 +25,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return fp16_to_f32(iq1_m_scale(scales)) * 0.125f;
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ1_M), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ1_M), iq1_m_decode>;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -10,9 +11,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float iq1_s_decode(const uint8_t* blk, int8_t* w, int* sc) {
   for (int ib = 0; ib < 8; ++ib) {
     uint16_t qh;
     std::memcpy(&qh, blk + offsetof(BlockIQ1_S, qh) + 2 * ib, 2);
@@ -27,7 +27,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockIQ1_S, d)) * 0.125f;
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ1_S), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ1_S), iq1_s_decode>;
 
 }  // namespace
 

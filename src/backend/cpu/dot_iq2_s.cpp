@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -9,9 +10,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float iq2_s_decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qs = blk + offsetof(BlockIQ2_S, qs);
   const uint8_t* qh = blk + offsetof(BlockIQ2_S, qh);
   for (int g = 0; g < 32; ++g) {
@@ -26,7 +26,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockIQ2_S, d)) * 0.125f;
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ2_S), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ2_S), iq2_s_decode>;
 
 }  // namespace
 

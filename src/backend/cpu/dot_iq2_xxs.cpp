@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -9,9 +10,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float iq2_xxs_decode(const uint8_t* blk, int8_t* w, int* sc) {
   for (int ib = 0; ib < 8; ++ib) {
     uint8_t idx[4];
     uint32_t signs;
@@ -24,7 +24,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockIQ2_XXS, d)) * 0.125f;
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ2_XXS), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ2_XXS), iq2_xxs_decode>;
 
 }  // namespace
 

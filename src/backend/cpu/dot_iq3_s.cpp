@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -9,9 +10,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float iq3_s_decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qs = blk + offsetof(BlockIQ3_S, qs);
   const uint8_t* qh = blk + offsetof(BlockIQ3_S, qh);
   const uint8_t* signs = blk + offsetof(BlockIQ3_S, signs);
@@ -28,7 +28,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockIQ3_S, d));
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ3_S), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockIQ3_S), iq3_s_decode>;
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -9,9 +10,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float tq1_0_decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qs = blk + offsetof(BlockTQ1_0, qs);
   const uint8_t* qh = blk + offsetof(BlockTQ1_0, qh);
   for (int t = 0; t < 5; ++t)
@@ -24,7 +24,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockTQ1_0, d));
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockTQ1_0), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockTQ1_0), tq1_0_decode>;
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_access.h"
+#include "backend/cpu/iq_decoders.h"
 #include "backend/cpu/iq_scalar_dot.h"
 #include "backend/cpu/kernel_decls.h"
 #include "backend/cpu/scalar_tile.h"
@@ -9,9 +10,8 @@
 #include "quant/iq_tables.h"
 
 namespace strata::cpu {
-namespace {
 
-float decode(const uint8_t* blk, int8_t* w, int* sc) {
+float tq2_0_decode(const uint8_t* blk, int8_t* w, int* sc) {
   const uint8_t* qs = blk + offsetof(BlockTQ2_0, qs);
   for (int c = 0; c < 2; ++c)
     for (int l = 0; l < 4; ++l)
@@ -21,7 +21,9 @@ float decode(const uint8_t* blk, int8_t* w, int* sc) {
   return load_half(blk + offsetof(BlockTQ2_0, d));
 }
 
-constexpr auto vec_dot = iq_vec_dot<sizeof(BlockTQ2_0), decode>;
+namespace {
+
+constexpr auto vec_dot = iq_vec_dot<sizeof(BlockTQ2_0), tq2_0_decode>;
 
 }  // namespace
 
