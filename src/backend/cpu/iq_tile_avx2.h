@@ -107,11 +107,24 @@ static inline void iq_chunk(const typename Ops::Row& row, int k, __m256i& w, __m
   }
 }
 
-template <class Ops>
-struct IqTileAvx2 {
+// What the tile kernels over an Ops share: its block size and row decoder, and the loop over
+// super-blocks (iq_tile_run) around Tile's block().
+template <class Ops, class Tile>
+struct IqTileBase {
   static constexpr size_t kBlockBytes = Ops::kBlockBytes;
   using Row = typename Ops::Row;
   static Row load_row(const uint8_t* blk) { return Ops::load_row(blk); }
+
+  template <int NR, int NC>
+  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
+                  size_t os) {
+    iq_tile_run<Tile, NR, NC>(n, w, ws, a, as, out, os);
+  }
+};
+
+template <class Ops>
+struct IqTileAvx2 : IqTileBase<Ops, IqTileAvx2<Ops>> {
+  using Row = typename Ops::Row;
 
   // One super-block, chunk by chunk (see the top of this file).
   template <int NR, int NC>
@@ -141,12 +154,6 @@ struct IqTileAvx2 {
       }
     }
   }
-
-  template <int NR, int NC>
-  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
-                  size_t os) {
-    iq_tile_run<IqTileAvx2, NR, NC>(n, w, ws, a, as, out, os);
-  }
 };
 
 // The ternary types' tile (TQ1_0, TQ2_0: sc = 1, w = q - 1 with Ops::trits(row, k) giving the
@@ -159,10 +166,8 @@ struct IqTileAvx2 {
 // avx2 78-84 -> 94-106, avx512 83 -> 96-102; TQ1_0 (with trits' cheaper decoding) avx2 38 -> 63,
 // avx512 39 -> 65.
 template <class Ops>
-struct TernaryTile {
-  static constexpr size_t kBlockBytes = Ops::kBlockBytes;
+struct TernaryTile : IqTileBase<Ops, TernaryTile<Ops>> {
   using Row = typename Ops::Row;
-  static Row load_row(const uint8_t* blk) { return Ops::load_row(blk); }
 
   template <int NR, int NC>
   static inline void block(const Row* rows, const uint8_t* const* aq, __m256i (&acc)[NR][NC]) {
@@ -189,12 +194,6 @@ struct TernaryTile {
     for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_madd_epi16(_mm256_sub_epi16(s16[r][c], a16[c]), ones16);
-  }
-
-  template <int NR, int NC>
-  static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out,
-                  size_t os) {
-    iq_tile_run<TernaryTile, NR, NC>(n, w, ws, a, as, out, os);
   }
 };
 

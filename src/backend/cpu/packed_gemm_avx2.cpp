@@ -273,20 +273,10 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
 template <int NH, int NC>
 static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, size_t y_stride, int n_rows) {
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const int rows = n_rows - 8 * (h0 + h);
+  for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      float* out = y + c * y_stride + 8 * (h0 + h);
-      if (rows >= 8) {
-        _mm256_storeu_ps(out, accf[h][c]);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, accf[h][c]);
-        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
-      }
-    }
-  }
+    for (int c = 0; c < NC; ++c)
+      store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
 }
 
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one

@@ -157,20 +157,9 @@ static inline void panel_half_sums(__m256 (&accf)[NH][NC], const HalfPanel& p, i
 template <int NH, int NC>
 static inline void store_tile(const __m256 (&accf)[NH][NC], float* y, size_t y_stride, int n_rows) {
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const int rows = n_rows - 8 * h;
+  for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      float* out = y + c * y_stride + 8 * h;
-      if (rows >= 8) {
-        _mm256_storeu_ps(out, accf[h][c]);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, accf[h][c]);
-        std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
-      }
-    }
-  }
+    for (int c = 0; c < NC; ++c) store_rows8(y + c * y_stride + 8 * h, accf[h][c], n_rows - 8 * h);
 }
 
 // y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC. prefetch:

@@ -46,6 +46,18 @@ static inline void prefetch_next_rows(const uint8_t* blk, size_t ws, size_t bloc
   }
 }
 
+// The first rows (> 0) of the 8 lanes of v to out: all 8 at once, or through a buffer at a
+// group's partial last 8 rows (nothing past them is written).
+static inline void store_rows8(float* out, __m256 v, int rows) {
+  if (rows >= 8) {
+    _mm256_storeu_ps(out, v);
+  } else {
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, v);
+    std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(rows));
+  }
+}
+
 static inline __m256i loadu_256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
