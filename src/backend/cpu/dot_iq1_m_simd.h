@@ -15,6 +15,22 @@
 namespace strata::cpu {
 namespace {
 
+// A chunk's pair scales for its two 3-bit sub-scales f = hi << 3 | lo (lanes 0..7: 2 lo + 1,
+// 8..15: 2 hi + 1), and its delta bytes for the 4 groups' delta signs (bit i: group i's -1): two
+// loads instead of the bit extraction, 64-bit selects and inserts per chunk, which held IQ1_M
+// decode at 0.58x llama.cpp's.
+struct Iq1mTables {
+  alignas(32) int16_t scales[64][16];
+  alignas(32) int8_t deltas[16][32];
+  constexpr Iq1mTables() : scales(), deltas() {
+    for (int f = 0; f < 64; ++f)
+      for (int i = 0; i < 16; ++i) scales[f][i] = static_cast<int16_t>(2 * (i < 8 ? f & 7 : f >> 3) + 1);
+    for (int b = 0; b < 16; ++b)
+      for (int e = 0; e < 32; ++e) deltas[b][e] = static_cast<int8_t>((b >> (e / 8)) & 1 ? -1 : 1);
+  }
+};
+inline constexpr Iq1mTables kIq1mTables{};
+
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ1_M);
   static constexpr int kMaxAbsW = 9;  // the largest |w| of a chunk: 8 grid +- 1, grid in {-1, 0, 1}
@@ -25,7 +41,6 @@ struct Ops {
   static Row load_row(const uint8_t* blk) {
     return {blk, fp16_to_f32(iq1_m_scale(blk + offsetof(BlockIQ1_M, scales))) * 0.125f};
   }
-  static uint64_t delta_bytes(int nibble) { return nibble & 8 ? ~uint64_t{0} : 0x0101010101010101ull; }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
     const uint8_t* qs = row.blk + offsetof(BlockIQ1_M, qs) + 4 * k;
     const int h0 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k],
@@ -34,13 +49,13 @@ struct Ops {
                                          static_cast<long long>(kIq1sGrid[qs[1] | (((h0 >> 4) & 7) << 8)]),
                                          static_cast<long long>(kIq1sGrid[qs[2] | ((h1 & 7) << 8)]),
                                          static_cast<long long>(kIq1sGrid[qs[3] | (((h1 >> 4) & 7) << 8)]));
-    const __m256i delta = _mm256_setr_epi64x(
-        static_cast<long long>(delta_bytes(h0)), static_cast<long long>(delta_bytes(h0 >> 4)),
-        static_cast<long long>(delta_bytes(h1)), static_cast<long long>(delta_bytes(h1 >> 4)));
+    const int delta_bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+    const __m256i delta = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mTables.deltas[delta_bits]));
     const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
     w = _mm256_add_epi8(g8, delta);
-    const uint8_t* scales = row.blk + offsetof(BlockIQ1_M, scales);
-    sc = pair_scales(2 * iq1_m_sub_scale(scales, 2 * k) + 1, 2 * iq1_m_sub_scale(scales, 2 * k + 1) + 1);
+    uint16_t s16;  // sub-scales 2k and 2k + 1: bits 6 (k % 2) .. + 5 of the k / 2-th 16-bit word
+    std::memcpy(&s16, row.blk + offsetof(BlockIQ1_M, scales) + 2 * (k / 2), 2);
+    sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mTables.scales[(s16 >> (6 * (k % 2))) & 63]));
   }
 };
 
