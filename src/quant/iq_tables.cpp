@@ -4,6 +4,8 @@
 // tests/quant/test_iq_tables.cpp checks their invariants (sizes, levels, strict order).
 #include "quant/iq_tables.h"
 
+#include <array>
+
 namespace strata {
 
 // clang-format off
@@ -576,7 +578,7 @@ const uint32_t kIq3sGrid[512] = {
 // clang-format on
 
 // clang-format off
-const uint64_t kIq1sGrid[2048] = {
+constexpr uint64_t kIq1sGrid[2048] = {
     0xffffffffffffffff, 0xffffffffffffff01, 0xffffffffffff0000, 0xffffffffffff01ff,
     0xffffffffffff0101, 0xffffffffff00ff00, 0xffffffffff000000, 0xffffffffff01ffff,
     0xffffffffff01ff01, 0xffffffffff0101ff, 0xffffffffff010101, 0xffffffff00ff0000,
@@ -1090,6 +1092,17 @@ const uint64_t kIq1sGrid[2048] = {
     0x0101010101ffff01, 0x0101010101ff01ff, 0x0101010101ff0101, 0x0101010101000000,
     0x010101010101ffff, 0x010101010101ff01, 0x01010101010101ff, 0x0101010101010101,
 };
+
+// Each byte of kIq1sGrid times 8 (two's complement: 0xFF -> 0xF8), for kernels that form 8 g + delta.
+namespace {
+constexpr std::array<uint64_t, 2048> grid_times8() {
+  std::array<uint64_t, 2048> out{};
+  for (size_t i = 0; i < out.size(); ++i)
+    for (int b = 0; b < 8; ++b) out[i] |= ((((kIq1sGrid[i] >> (8 * b)) & 0xFF) * 8) & 0xFF) << (8 * b);
+  return out;
+}
+}  // namespace
+constexpr std::array<uint64_t, 2048> kIq1sGrid8 = grid_times8();
 // clang-format on
 
 const int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

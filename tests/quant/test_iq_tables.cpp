@@ -65,6 +65,16 @@ TEST(IqTables, PublishedEntries) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(kMxfp4Values[i], fp4[i]) << i;
 }
 
+// kIq1sGrid8, the x86 IQ1 kernels' grid: every byte of kIq1sGrid times 8, as a signed byte.
+TEST(IqTables, Iq1sGridTimes8) {
+  for (int i = 0; i < 2048; ++i)
+    for (int b = 0; b < 8; ++b) {
+      const auto g = static_cast<int8_t>((kIq1sGrid[i] >> (8 * b)) & 0xFF);
+      const auto g8 = static_cast<int8_t>((kIq1sGrid8[static_cast<size_t>(i)] >> (8 * b)) & 0xFF);
+      ASSERT_EQ(g8, 8 * g) << "entry " << i << " byte " << b;
+    }
+}
+
 TEST(IqTables, SignsAndScalesHelpers) {
   // ggml's ksigns_iq2xs starts 0, 129, 130, 3, 132, 5, 6, 135 and ends 252, 125, 126, 255.
   const uint8_t head[8] = {0, 129, 130, 3, 132, 5, 6, 135}, tail[4] = {252, 125, 126, 255};

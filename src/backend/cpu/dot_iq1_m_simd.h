@@ -49,17 +49,16 @@ struct Ops {
     uint32_t qs32;
     std::memcpy(&qs32, qs, 4);
     // Each group's nibble: 3 index bits (to bits 8..10 of its lane) and the delta sign.
-    const __m256i g =
+    const __m256i g8 =
         iq1_grid4(qs32, _pdep_u64(static_cast<uint32_t>(h0 | h1 << 8) & 0x7777, 0x0F000F000F000F00ull));
 #else
-    const __m256i g = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid[qs[0] | ((h0 & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[1] | (((h0 >> 4) & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[2] | ((h1 & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[3] | (((h1 >> 4) & 7) << 8)]));
+    const __m256i g8 = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid8[qs[0] | ((h0 & 7) << 8)]),  // 8 g
+                                          static_cast<long long>(kIq1sGrid8[qs[1] | (((h0 >> 4) & 7) << 8)]),
+                                          static_cast<long long>(kIq1sGrid8[qs[2] | ((h1 & 7) << 8)]),
+                                          static_cast<long long>(kIq1sGrid8[qs[3] | (((h1 >> 4) & 7) << 8)]));
 #endif
     const int delta_bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
     const __m256i delta = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mTables.deltas[delta_bits]));
-    const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
     w = _mm256_add_epi8(g8, delta);
     uint16_t s16;  // sub-scales 2k and 2k + 1: bits 6 (k % 2) .. + 5 of the k / 2-th 16-bit word
     std::memcpy(&s16, row.blk + offsetof(BlockIQ1_M, scales) + 2 * (k / 2), 2);

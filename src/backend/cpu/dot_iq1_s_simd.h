@@ -30,15 +30,14 @@ struct Ops {
 #if defined(__AVX512F__)
     uint32_t qs32;
     std::memcpy(&qs32, qs, 4);
-    const __m256i g = iq1_grid4(qs32, _pdep_u64(qh & 0xFFF, 0x0700070007000700ull));  // bits 3i.. -> lane i
+    const __m256i g8 = iq1_grid4(qs32, _pdep_u64(qh & 0xFFF, 0x0700070007000700ull));  // bits 3i.. -> lane i
 #else
-    const __m256i g = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid[qs[0] | ((qh & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[1] | (((qh >> 3) & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[2] | (((qh >> 6) & 7) << 8)]),
-                                         static_cast<long long>(kIq1sGrid[qs[3] | (((qh >> 9) & 7) << 8)]));
+    const __m256i g8 = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid8[qs[0] | ((qh & 7) << 8)]),
+                                          static_cast<long long>(kIq1sGrid8[qs[1] | (((qh >> 3) & 7) << 8)]),
+                                          static_cast<long long>(kIq1sGrid8[qs[2] | (((qh >> 6) & 7) << 8)]),
+                                          static_cast<long long>(kIq1sGrid8[qs[3] | (((qh >> 9) & 7) << 8)]));
 #endif
-    // 8 g per byte (g in {-1, 0, 1}: the bits shifted across bytes are masked off), then +-1.
-    const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
+    // 8 g per byte (kIq1sGrid8), then +-1.
     w = _mm256_add_epi8(g8, _mm256_set1_epi8(qh & 0x8000 ? -1 : 1));
     sc = _mm256_set1_epi16(static_cast<short>(2 * ((qh >> 12) & 7) + 1));
   }
