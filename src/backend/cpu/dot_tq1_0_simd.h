@@ -19,7 +19,7 @@ namespace {
 // the lane's power): floor(3 * (byte * pow mod 256) / 256), 0..2. The low byte's product is exact
 // in a lane's low byte, the high byte's once the low one is masked off; each moved to the top of
 // the lane, vpmulhuw by 3 leaves 3 p / 256 below it.
-static inline __m256i trits(__m256i bytes, __m256i pow) {
+static inline __m256i trits_at(__m256i bytes, __m256i pow) {
   const __m256i lo = _mm256_slli_epi16(_mm256_mullo_epi16(bytes, pow), 8);
   const __m256i hi =
       _mm256_mullo_epi16(_mm256_and_si256(bytes, _mm256_set1_epi16(static_cast<short>(0xFF00))), pow);
@@ -42,18 +42,18 @@ struct Ops {
   static __m256i trits(const Row& row, int k) {
     static constexpr short kPow3[5] = {1, 3, 9, 27, 81};
     const uint8_t* qs = row.blk + offsetof(BlockTQ1_0, qs);
-    if (k < 5) return strata::cpu::trits(loadu_256(qs), _mm256_set1_epi16(kPow3[k]));
+    if (k < 5) return trits_at(loadu_256(qs), _mm256_set1_epi16(kPow3[k]));
     const __m128i q16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32));
     if (k < 7) {
       const int n = 2 * (k - 5);
-      return strata::cpu::trits(_mm256_setr_m128i(q16, q16),
-                                _mm256_setr_m128i(_mm_set1_epi16(kPow3[n]), _mm_set1_epi16(kPow3[n + 1])));
+      return trits_at(_mm256_setr_m128i(q16, q16),
+                      _mm256_setr_m128i(_mm_set1_epi16(kPow3[n]), _mm_set1_epi16(kPow3[n + 1])));
     }
     uint32_t qh;
     std::memcpy(&qh, row.blk + offsetof(BlockTQ1_0, qh), 4);
     const __m128i h = _mm_set1_epi32(static_cast<int>(qh));
     const __m128i pow_h = _mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27);
-    return strata::cpu::trits(_mm256_setr_m128i(q16, h), _mm256_setr_m128i(_mm_set1_epi16(81), pow_h));
+    return trits_at(_mm256_setr_m128i(q16, h), _mm256_setr_m128i(_mm_set1_epi16(81), pow_h));
   }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
     w = _mm256_sub_epi8(trits(row, k), _mm256_set1_epi8(1));

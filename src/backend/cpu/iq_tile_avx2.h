@@ -231,10 +231,20 @@ static inline IqSigns sign_bytes(uint32_t signs) {
 #endif
 }
 
+#if defined(__AVX512F__)
+// Four 7-bit sign fields in the low bits of bytes 0..3 -> the chunk's mask: each byte's bit 7 is
+// the parity of its bits 0..6 (bit 0 of t ^ t >> 4 ^ t >> 2 ^ t >> 1, per byte).
+static inline IqSigns signs7_bytes(uint32_t t) {
+  uint32_t p = t ^ (t >> 4);
+  p ^= p >> 2;
+  p ^= p >> 1;
+  return t | ((p & 0x01010101u) << 7);
+}
+#else
 // The 8 sign bytes (+1 or -1) of a group of 8 whose signs are stored as 7 bits, the eighth
 // being their parity (iq_signs_from7): one load per group instead of the parity, bit shuffles
 // and compares, which were most of the decoding (1.1B preset, tg32 at avx512 on Zen 5: IQ2_XXS
-// 20 -> 39, IQ2_XS 19 -> 30, IQ3_XXS 15 -> 21 t/s).
+// 20 -> 39, IQ2_XS 19 -> 30, IQ3_XXS 15 -> 21 t/s; AVX-512 now takes the masks above).
 struct SignBytes7 {
   uint64_t v[128];
   constexpr SignBytes7() : v() {
@@ -248,29 +258,15 @@ struct SignBytes7 {
 };
 inline constexpr SignBytes7 kSignBytes7{};
 
-#if defined(__AVX512F__)
-// Four 7-bit sign fields in the low bits of bytes 0..3 -> the chunk's mask: each byte's bit 7 is
-// the parity of its bits 0..6 (bit 0 of t ^ t >> 4 ^ t >> 2 ^ t >> 1, per byte).
-static inline IqSigns signs7_bytes(uint32_t t) {
-  uint32_t p = t ^ (t >> 4);
-  p ^= p >> 2;
-  p ^= p >> 1;
-  return t | ((p & 0x01010101u) << 7);
-}
-#endif
-
-// Groups 0..3 of a chunk: their 7-bit sign fields s0..s3 -> the chunk's signs.
+// Groups 0..3 of a chunk: their 7-bit sign fields s0..s3 -> the chunk's sign bytes.
 static inline IqSigns signs7(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3) {
-#if defined(__AVX512F__)
-  return signs7_bytes((s0 & 127) | (s1 & 127) << 8 | (s2 & 127) << 16 | (s3 & 127) << 24);
-#else
   return _mm256_setr_epi64x(
       static_cast<long long>(kSignBytes7.v[s0 & 127]), static_cast<long long>(kSignBytes7.v[s1 & 127]),
       static_cast<long long>(kSignBytes7.v[s2 & 127]), static_cast<long long>(kSignBytes7.v[s3 & 127]));
-#endif
 }
+#endif
 
-// signs7 of the fields in bits 9..15 of four 16-bit entries (IQ2_XS: q, little-endian).
+// The signs of the 7-bit fields in bits 9..15 of four 16-bit entries (IQ2_XS: q, little-endian).
 static inline IqSigns signs7_high9(uint64_t q) {
 #if defined(__AVX512F__)
   return signs7_bytes(_pdep_u32(static_cast<uint32_t>(_pext_u64(q, 0xFE00FE00FE00FE00ull)), 0x7F7F7F7Fu));
@@ -280,7 +276,7 @@ static inline IqSigns signs7_high9(uint64_t q) {
 #endif
 }
 
-// signs7 of the four 7-bit fields packed in bits 0..27 of aux (IQ2_XXS, IQ3_XXS). AVX-512 CPUs
+// The signs of the four 7-bit fields packed in bits 0..27 of aux (IQ2_XXS, IQ3_XXS). AVX-512 CPUs
 // have a fast pdep; the AVX2 level leaves it alone (microcoded on Zen 1 and 2).
 static inline IqSigns signs7_packed(uint32_t aux) {
 #if defined(__AVX512F__)

@@ -10,10 +10,8 @@
 
 #include <arm_neon.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "backend/cpu/block_access.h"
@@ -27,7 +25,7 @@ namespace {
 // One row's super-block, decoded.
 struct alignas(16) IqNeonBlock {
   int8_t w[kQK_K];
-  int32_t sc[kQK_K / 16];
+  int sc[kQK_K / 16];
   float f;
 };
 
@@ -51,11 +49,7 @@ template <size_t kBlockBytes, IqDecodeFn Decode>
 struct IqNeon {
   static constexpr int kTileRows = 4, kTileCols = 4;
 
-  static void decode(const uint8_t* blk, IqNeonBlock& out) {
-    int sc[kQK_K / 16];
-    out.f = Decode(blk, out.w, sc);
-    for (int h = 0; h < kQK_K / 16; ++h) out.sc[h] = sc[h];
-  }
+  static void decode(const uint8_t* blk, IqNeonBlock& out) { out.f = Decode(blk, out.w, out.sc); }
 
   // The float step of one output and super-block, as iq_vec_dot writes it.
   static float step(float sum, const IqNeonBlock& b, const uint8_t* act) {
