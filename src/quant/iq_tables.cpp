@@ -1093,16 +1093,20 @@ constexpr uint64_t kIq1sGrid[2048] = {
     0x010101010101ffff, 0x010101010101ff01, 0x01010101010101ff, 0x0101010101010101,
 };
 
-// Each byte of kIq1sGrid times 8 (two's complement: 0xFF -> 0xF8), for kernels that form 8 g + delta.
+// Entry (d << 11 | i): each byte of kIq1sGrid[i] times 8, plus 1 (d = 0) or minus 1 (d = 1), in
+// two's complement: the x86 IQ1 kernels' w = 8 g +- 1 in one load, the delta sign its index's bit 11.
 namespace {
-constexpr std::array<uint64_t, 2048> grid_times8() {
-  std::array<uint64_t, 2048> out{};
-  for (size_t i = 0; i < out.size(); ++i)
-    for (int b = 0; b < 8; ++b) out[i] |= ((((kIq1sGrid[i] >> (8 * b)) & 0xFF) * 8) & 0xFF) << (8 * b);
+constexpr std::array<uint64_t, 4096> grid_times8_delta() {
+  std::array<uint64_t, 4096> out{};
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint64_t delta = i & 2048 ? 0xFF : 0x01;
+    for (int b = 0; b < 8; ++b)
+      out[i] |= ((((kIq1sGrid[i & 2047] >> (8 * b)) & 0xFF) * 8 + delta) & 0xFF) << (8 * b);
+  }
   return out;
 }
 }  // namespace
-constexpr std::array<uint64_t, 2048> kIq1sGrid8 = grid_times8();
+constexpr std::array<uint64_t, 4096> kIq1Grid8Delta = grid_times8_delta();
 // clang-format on
 
 const int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

@@ -18,7 +18,8 @@ extern const uint64_t kIq2sGrid[1024];   // bytes in {8, 25, 43}
 extern const uint32_t kIq3xxsGrid[256];  // bytes in {4, 12, 20, 28, 36, 44, 52, 62}
 extern const uint32_t kIq3sGrid[512];    // bytes in {1, 3, 5, ..., 15}
 extern const uint64_t kIq1sGrid[2048];   // int8 bytes in {-1, 0, 1}
-extern const std::array<uint64_t, 2048> kIq1sGrid8;  // the same times 8: bytes in {-8, 0, 8} (x86 IQ1 kernels)
+// [d << 11 | i] bytes 8 kIq1sGrid[i] + 1 - 2 d: in {-9, -7, -1, 1, 7, 9} (x86 IQ1 kernels)
+extern const std::array<uint64_t, 4096> kIq1Grid8Delta;
 // The non-linear 4-bit levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl); also the IQ4_NL KV type's.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

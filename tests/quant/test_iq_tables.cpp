@@ -65,14 +65,17 @@ TEST(IqTables, PublishedEntries) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(kMxfp4Values[i], fp4[i]) << i;
 }
 
-// kIq1sGrid8, the x86 IQ1 kernels' grid: every byte of kIq1sGrid times 8, as a signed byte.
-TEST(IqTables, Iq1sGridTimes8) {
-  for (int i = 0; i < 2048; ++i)
-    for (int b = 0; b < 8; ++b) {
-      const auto g = static_cast<int8_t>((kIq1sGrid[i] >> (8 * b)) & 0xFF);
-      const auto g8 = static_cast<int8_t>((kIq1sGrid8[static_cast<size_t>(i)] >> (8 * b)) & 0xFF);
-      ASSERT_EQ(g8, 8 * g) << "entry " << i << " byte " << b;
-    }
+// kIq1Grid8Delta, the x86 IQ1 kernels' grid: every byte of kIq1sGrid times 8 plus or minus 1, as a signed
+// byte.
+TEST(IqTables, Iq1GridTimes8WithDelta) {
+  for (int d = 0; d < 2; ++d)
+    for (int i = 0; i < 2048; ++i)
+      for (int b = 0; b < 8; ++b) {
+        const auto g = static_cast<int8_t>((kIq1sGrid[i] >> (8 * b)) & 0xFF);
+        const auto w =
+            static_cast<int8_t>((kIq1Grid8Delta[static_cast<size_t>(d << 11 | i)] >> (8 * b)) & 0xFF);
+        ASSERT_EQ(w, 8 * g + (d ? -1 : 1)) << "delta " << d << " entry " << i << " byte " << b;
+      }
 }
 
 TEST(IqTables, SignsAndScalesHelpers) {

@@ -16,20 +16,15 @@ namespace strata::cpu {
 namespace {
 
 // A chunk's pair scales for its two 3-bit sub-scales f = hi << 3 | lo (lanes 0..7: 2 lo + 1,
-// 8..15: 2 hi + 1), and its delta bytes for the 4 groups' delta signs (bit i: group i's -1): two
-// loads instead of the bit extraction, 64-bit selects and inserts per chunk, which held IQ1_M
-// decode at 0.58x llama.cpp's.
-struct Iq1mTables {
-  alignas(32) int16_t scales[64][16];
-  alignas(32) int8_t deltas[16][32];
-  constexpr Iq1mTables() : scales(), deltas() {
+// 8..15: 2 hi + 1): one load instead of the bit extraction and inserts per chunk.
+struct Iq1mScales {
+  alignas(32) int16_t v[64][16];
+  constexpr Iq1mScales() : v() {
     for (int f = 0; f < 64; ++f)
-      for (int i = 0; i < 16; ++i) scales[f][i] = static_cast<int16_t>(2 * (i < 8 ? f & 7 : f >> 3) + 1);
-    for (int b = 0; b < 16; ++b)
-      for (int e = 0; e < 32; ++e) deltas[b][e] = static_cast<int8_t>((b >> (e / 8)) & 1 ? -1 : 1);
+      for (int i = 0; i < 16; ++i) v[f][i] = static_cast<int16_t>(2 * (i < 8 ? f & 7 : f >> 3) + 1);
   }
 };
-inline constexpr Iq1mTables kIq1mTables{};
+inline constexpr Iq1mScales kIq1mScales{};
 
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ1_M);
@@ -37,32 +32,30 @@ struct Ops {
   struct Row {
     const uint8_t* blk;
     float f;
+    alignas(16) uint16_t idx[32];  // [group] kIq1Grid8Delta index: qs | the group's qh nibble << 8
   };
   static Row load_row(const uint8_t* blk) {
-    return {blk, fp16_to_f32(iq1_m_scale(blk + offsetof(BlockIQ1_M, scales))) * 0.125f};
+    Row row;
+    row.blk = blk;
+    row.f = fp16_to_f32(iq1_m_scale(blk + offsetof(BlockIQ1_M, scales))) * 0.125f;
+    // Group 2i's nibble is the low one of qh[i], 2i + 1's the high one: 3 index bits and the delta sign.
+    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockIQ1_M, qh)));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(qh, m), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m);
+    const __m128i n[2] = {_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi)};  // groups 0..15, 16..31
+    for (int j = 0; j < 2; ++j) {
+      const __m128i qs =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockIQ1_M, qs) + 16 * j));
+      _mm_store_si128(reinterpret_cast<__m128i*>(row.idx + 16 * j), _mm_unpacklo_epi8(qs, n[j]));
+      _mm_store_si128(reinterpret_cast<__m128i*>(row.idx + 16 * j + 8), _mm_unpackhi_epi8(qs, n[j]));
+    }
+    return row;
   }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
-    const uint8_t* qs = row.blk + offsetof(BlockIQ1_M, qs) + 4 * k;
-    const int h0 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k],
-              h1 = row.blk[offsetof(BlockIQ1_M, qh) + 2 * k + 1];
-#if defined(__AVX512F__)
-    uint32_t qs32;
-    std::memcpy(&qs32, qs, 4);
-    // Each group's nibble: 3 index bits (to bits 8..10 of its lane) and the delta sign.
-    const __m256i g8 =
-        iq1_grid4(qs32, _pdep_u64(static_cast<uint32_t>(h0 | h1 << 8) & 0x7777, 0x0F000F000F000F00ull));
-#else
-    const __m256i g8 = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid8[qs[0] | ((h0 & 7) << 8)]),  // 8 g
-                                          static_cast<long long>(kIq1sGrid8[qs[1] | (((h0 >> 4) & 7) << 8)]),
-                                          static_cast<long long>(kIq1sGrid8[qs[2] | ((h1 & 7) << 8)]),
-                                          static_cast<long long>(kIq1sGrid8[qs[3] | (((h1 >> 4) & 7) << 8)]));
-#endif
-    const int delta_bits = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-    const __m256i delta = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mTables.deltas[delta_bits]));
-    w = _mm256_add_epi8(g8, delta);
+    w = iq1_grid4(row.idx + 4 * k);
     uint16_t s16;  // sub-scales 2k and 2k + 1: bits 6 (k % 2) .. + 5 of the k / 2-th 16-bit word
     std::memcpy(&s16, row.blk + offsetof(BlockIQ1_M, scales) + 2 * (k / 2), 2);
-    sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mTables.scales[(s16 >> (6 * (k % 2))) & 63]));
+    sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScales.v[(s16 >> (6 * (k % 2))) & 63]));
   }
 };
 

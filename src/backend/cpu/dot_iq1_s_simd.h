@@ -21,24 +21,35 @@ struct Ops {
   struct Row {
     const uint8_t* blk;
     float f;
+    alignas(16) uint16_t idx[32];  // [group] kIq1Grid8Delta index: qs | 3 bits of qh << 8 | delta << 11
   };
-  static Row load_row(const uint8_t* blk) { return {blk, load_half(blk + offsetof(BlockIQ1_S, d)) * 0.125f}; }
+  static Row load_row(const uint8_t* blk) {
+    Row row;
+    row.blk = blk;
+    row.f = load_half(blk + offsetof(BlockIQ1_S, d)) * 0.125f;
+    // qh of chunk k: bits 3g..3g+2 the high index bits of group g, 12..14 the scale, 15 the delta.
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockIQ1_S, qh)));
+    const __m128i m = _mm_set1_epi16(0x700), d = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi16(0x800));
+    const __m128i n0 =
+        _mm_or_si128(_mm_and_si128(_mm_slli_epi16(q, 8), m), d);  // [chunk] group 0's bits 8..11
+    const __m128i n1 = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(q, 5), m), d);
+    const __m128i n2 = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(q, 2), m), d);
+    const __m128i n3 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 1), m), d);
+    const __m128i lo01 = _mm_unpacklo_epi16(n0, n1), lo23 = _mm_unpacklo_epi16(n2, n3);
+    const __m128i hi01 = _mm_unpackhi_epi16(n0, n1), hi23 = _mm_unpackhi_epi16(n2, n3);
+    const __m128i n[4] = {_mm_unpacklo_epi32(lo01, lo23), _mm_unpackhi_epi32(lo01, lo23),  // chunks 0-1, 2-3
+                          _mm_unpacklo_epi32(hi01, hi23), _mm_unpackhi_epi32(hi01, hi23)};
+    const uint8_t* qs = blk + offsetof(BlockIQ1_S, qs);
+    for (int j = 0; j < 4; ++j) {
+      const __m128i q8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * j)));
+      _mm_store_si128(reinterpret_cast<__m128i*>(row.idx + 8 * j), _mm_or_si128(q8, n[j]));
+    }
+    return row;
+  }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {
-    const uint8_t* qs = row.blk + offsetof(BlockIQ1_S, qs) + 4 * k;
+    w = iq1_grid4(row.idx + 4 * k);
     uint16_t qh;
     std::memcpy(&qh, row.blk + offsetof(BlockIQ1_S, qh) + 2 * k, 2);
-#if defined(__AVX512F__)
-    uint32_t qs32;
-    std::memcpy(&qs32, qs, 4);
-    const __m256i g8 = iq1_grid4(qs32, _pdep_u64(qh & 0xFFF, 0x0700070007000700ull));  // bits 3i.. -> lane i
-#else
-    const __m256i g8 = _mm256_setr_epi64x(static_cast<long long>(kIq1sGrid8[qs[0] | ((qh & 7) << 8)]),
-                                          static_cast<long long>(kIq1sGrid8[qs[1] | (((qh >> 3) & 7) << 8)]),
-                                          static_cast<long long>(kIq1sGrid8[qs[2] | (((qh >> 6) & 7) << 8)]),
-                                          static_cast<long long>(kIq1sGrid8[qs[3] | (((qh >> 9) & 7) << 8)]));
-#endif
-    // 8 g per byte (kIq1sGrid8), then +-1.
-    w = _mm256_add_epi8(g8, _mm256_set1_epi8(qh & 0x8000 ? -1 : 1));
     sc = _mm256_set1_epi16(static_cast<short>(2 * ((qh >> 12) & 7) + 1));
   }
 };
