@@ -35,15 +35,7 @@ struct Ops {
     const __m128i n1 = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(q, 5), m), d);
     const __m128i n2 = _mm_or_si128(_mm_and_si128(_mm_slli_epi16(q, 2), m), d);
     const __m128i n3 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 1), m), d);
-    const __m128i lo01 = _mm_unpacklo_epi16(n0, n1), lo23 = _mm_unpacklo_epi16(n2, n3);
-    const __m128i hi01 = _mm_unpackhi_epi16(n0, n1), hi23 = _mm_unpackhi_epi16(n2, n3);
-    const __m128i n[4] = {_mm_unpacklo_epi32(lo01, lo23), _mm_unpackhi_epi32(lo01, lo23),  // chunks 0-1, 2-3
-                          _mm_unpacklo_epi32(hi01, hi23), _mm_unpackhi_epi32(hi01, hi23)};
-    const uint8_t* qs = blk + offsetof(BlockIQ1_S, qs);
-    for (int j = 0; j < 4; ++j) {
-      const __m128i q8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * j)));
-      _mm_store_si128(reinterpret_cast<__m128i*>(row.idx + 8 * j), _mm_or_si128(q8, n[j]));
-    }
+    grid_indexes4(blk + offsetof(BlockIQ1_S, qs), {n0, n1, n2, n3}, row.idx);
     return row;
   }
   static void chunk(const Row& row, int k, __m256i& w, __m256i& sc) {

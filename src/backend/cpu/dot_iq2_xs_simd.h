@@ -33,8 +33,7 @@ struct Ops {
     mag = grid4(kIq2xsGrid[q & 511], kIq2xsGrid[(q >> 16) & 511], kIq2xsGrid[(q >> 32) & 511],
                 kIq2xsGrid[(q >> 48) & 511]);
     signs = signs7_high9(q);
-    const int s = row.scales[k];
-    sc = pair_scales(2 * (s & 0xF) + 1, 2 * (s >> 4) + 1);
+    sc = pair_scales4(row.scales[k]);
   }
 };
 
