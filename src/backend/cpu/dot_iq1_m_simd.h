@@ -15,17 +15,6 @@
 namespace strata::cpu {
 namespace {
 
-// A chunk's pair scales for its two 3-bit sub-scales f = hi << 3 | lo (lanes 0..7: 2 lo + 1,
-// 8..15: 2 hi + 1): one load instead of the bit extraction and inserts per chunk.
-struct Iq1mScales {
-  alignas(32) int16_t v[64][16];
-  constexpr Iq1mScales() : v() {
-    for (int f = 0; f < 64; ++f)
-      for (int i = 0; i < 16; ++i) v[f][i] = static_cast<int16_t>(2 * (i < 8 ? f & 7 : f >> 3) + 1);
-  }
-};
-inline constexpr Iq1mScales kIq1mScales{};
-
 struct Ops {
   static constexpr size_t kBlockBytes = sizeof(BlockIQ1_M);
   static constexpr int kMaxAbsW = 9;  // the largest |w| of a chunk: 8 grid +- 1, grid in {-1, 0, 1}
@@ -55,7 +44,7 @@ struct Ops {
     w = iq1_grid4(row.idx + 4 * k);
     uint16_t s16;  // sub-scales 2k and 2k + 1: bits 6 (k % 2) .. + 5 of the k / 2-th 16-bit word
     std::memcpy(&s16, row.blk + offsetof(BlockIQ1_M, scales) + 2 * (k / 2), 2);
-    sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScales.v[(s16 >> (6 * (k % 2))) & 63]));
+    sc = pair_scales<3>((s16 >> (6 * (k % 2))) & 63);
   }
 };
 

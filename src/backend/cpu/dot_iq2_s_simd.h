@@ -43,7 +43,7 @@ struct Ops {
     std::memcpy(&sign_bits, row.blk + offsetof(BlockIQ2_S, qs) + kQK_K / 8 + 4 * k, 4);
     mag = grid4(kIq2sGrid[idx[0]], kIq2sGrid[idx[1]], kIq2sGrid[idx[2]], kIq2sGrid[idx[3]]);
     signs = sign_bytes(sign_bits);
-    sc = pair_scales4(row.blk[offsetof(BlockIQ2_S, scales) + k]);
+    sc = pair_scales<4>(row.blk[offsetof(BlockIQ2_S, scales) + k]);
   }
 };
 

@@ -33,7 +33,7 @@ struct Ops {
     mag = grid4(kIq2xsGrid[q & 511], kIq2xsGrid[(q >> 16) & 511], kIq2xsGrid[(q >> 32) & 511],
                 kIq2xsGrid[(q >> 48) & 511]);
     signs = signs7_high9(q);
-    sc = pair_scales4(row.scales[k]);
+    sc = pair_scales<4>(row.scales[k]);
   }
 };
 

@@ -197,20 +197,24 @@ struct TernaryTile : IqTileBase<Ops, TernaryTile<Ops>> {
   }
 };
 
-// A chunk's pair scales from a byte of two 4-bit scales s: lanes 0..7 2 (s & 15) + 1 (elements
-// 0..15), lanes 8..15 2 (s >> 4) + 1 (elements 16..31); one load per chunk instead of two
-// broadcasts and an insert.
-struct PairScales4 {
-  alignas(32) int16_t v[256][16];
-  constexpr PairScales4() : v() {
-    for (int s = 0; s < 256; ++s)
-      for (int i = 0; i < 16; ++i) v[s][i] = static_cast<int16_t>(2 * (i < 8 ? s & 15 : s >> 4) + 1);
+// A chunk's pair scales from its two B-bit scales packed as s = hi << B | lo: int16 lanes 0..7
+// 2 lo + 1 (elements 0..15), lanes 8..15 2 hi + 1 (elements 16..31); one load per chunk instead
+// of two broadcasts and an insert (IQ2_S, IQ2_XS: B = 4; IQ1_M: B = 3).
+template <int B>
+struct PairScaleTable {
+  alignas(32) int16_t v[1 << (2 * B)][16];
+  constexpr PairScaleTable() : v() {
+    for (int s = 0; s < (1 << (2 * B)); ++s)
+      for (int i = 0; i < 16; ++i)
+        v[s][i] = static_cast<int16_t>(2 * (i < 8 ? s & ((1 << B) - 1) : s >> B) + 1);
   }
 };
-inline constexpr PairScales4 kPairScales4{};
+template <int B>
+inline constexpr PairScaleTable<B> kPairScaleTable{};
 
-static inline __m256i pair_scales4(uint8_t s) {
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kPairScales4.v[s]));
+template <int B>
+static inline __m256i pair_scales(unsigned s) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kPairScaleTable<B>.v[s]));
 }
 
 // The 32 grid indexes of a super-block of 8 chunks x 4 groups (idx[4 k + g]): qs[4 k + g] | hi[g]
