@@ -11,8 +11,8 @@ namespace strata::grammar {
 TokenMaskCache::TokenMaskCache(const Grammar& g, const TokenVocab& vocab, bool share_equivalent)
     : n_words_((static_cast<size_t>(vocab.n_vocab()) + 63) / 64),
       entries_(static_cast<size_t>(g.n_states())),
-      depth_(vocab.max_piece_bytes() + 2),
       scratch_bits_(n_words_, 0),
+      depth_(vocab.max_piece_bytes() + 2),
       continuations_(static_cast<size_t>(g.n_rules())) {
   for (int32_t s : g.live_states())
     for (const RefEdge& e : g.ref_edges(s)) continuations_[static_cast<size_t>(e.rule)].push_back(e.target);

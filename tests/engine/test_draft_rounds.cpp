@@ -74,7 +74,9 @@ std::vector<int32_t> draft(std::vector<double> top, Slot& s, int* rounds = nullp
   run_draft_rounds(in, {&p, 1}, {static_cast<int64_t>(s.tokens.size()) - 1});
   if (rounds) *rounds = ex.rounds();
   // Every round fed one token of the one drafting slot: all but the warm-up round are timed.
-  if (ex.rounds() > 1) EXPECT_GT(timing.round_seconds(1), 0.0);
+  if (ex.rounds() > 1) {
+    EXPECT_GT(timing.round_seconds(1), 0.0);
+  }
   return s.slot.draft;
 }
 

@@ -267,7 +267,9 @@ TEST(EngineEmbeddings, MixedWithGenerationLeavesTheGenerationUnchanged) {
         e.submit(embed_params(inputs[i], Pooling::Last), collect(&out[i]));
     e.run_until_idle();
     for (const auto& r : out)
-      if (with_embeddings) EXPECT_EQ(r.finish, FinishReason::Stop);
+      if (with_embeddings) {
+        EXPECT_EQ(r.finish, FinishReason::Stop);
+      }
     return g.choices[0].tokens;
   };
   EXPECT_EQ(run_gen(true), run_gen(false));

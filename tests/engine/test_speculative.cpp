@@ -142,14 +142,18 @@ TEST(Speculative, MixedBatchWithPrefixCachingAndPreemptionMatchesSoloRuns) {
         e.submit(std::move(p), col.callback(&results[static_cast<size_t>(i)]));
       }
       e.run_until_idle();
-      if (pool < 1000) EXPECT_GT(e.stats().preemptions, 0);
+      if (pool < 1000) {
+        EXPECT_GT(e.stats().preemptions, 0);
+      }
       int64_t drafted = 0;
       for (int i = 0; i < 32; ++i) {
         ASSERT_TRUE(results[static_cast<size_t>(i)].done);
         EXPECT_EQ(results[static_cast<size_t>(i)].choices[0].tokens, solo[static_cast<size_t>(i)])
             << "request " << i << ", caching " << caching << ", pool " << pool;
         drafted += results[static_cast<size_t>(i)].usage.draft_tokens;
-        if (i % 2 == 1) EXPECT_EQ(results[static_cast<size_t>(i)].usage.draft_tokens, 0) << i;
+        if (i % 2 == 1) {
+          EXPECT_EQ(results[static_cast<size_t>(i)].usage.draft_tokens, 0) << i;
+        }
       }
       EXPECT_GT(drafted, 0);
       EXPECT_EQ(e.stats().kv_blocks_used, 0);

@@ -74,7 +74,9 @@ void check_masks(const std::string& vocab_path, int walks) {
         expect_mask_is_exact(gm, *vocab,
                              vocab_path + " spec " + std::to_string(spec_index) + " after '" +
                                  walk.text.substr(0, 80) + "' step " + std::to_string(i));
-        if (i < walk.tokens.size()) ASSERT_TRUE(m->accept(walk.tokens[i]));
+        if (i < walk.tokens.size()) {
+          ASSERT_TRUE(m->accept(walk.tokens[i]));
+        }
       }
       EXPECT_TRUE(m->is_complete());
     }

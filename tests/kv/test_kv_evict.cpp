@@ -253,8 +253,9 @@ TEST(KvCompaction, RepeatedCompactionsDuringGenerationAddTheirOffsets) {
     EXPECT_EQ(s.blocks.size(), 4u);
     ASSERT_TRUE(kv.plan_compaction(s, 10, plan));
     for (size_t j = 0; j < plan.blocks.size(); ++j)
-      if (round == 0 && j < shared.size())
+      if (round == 0 && j < shared.size()) {
         EXPECT_NE(plan.blocks[j], shared[j]) << "a shared block is written";
+      }
     kv.commit_compaction(s, std::move(plan), 4);
     EXPECT_EQ(s.pos_offset, 20 + 4 * (round + 1));
     EXPECT_EQ(s.blocks.size(), 3u);

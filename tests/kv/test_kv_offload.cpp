@@ -233,8 +233,9 @@ TEST(KvOffload, RandomizedInvariantsOverManyStepsWithTiers) {
     }
     check_refs();
     if (::testing::Test::HasFatalFailure()) return;
-    if (step % 97 == 0)
+    if (step % 97 == 0) {
       for (auto& [id, s] : live) ASSERT_TRUE(blocks_hold_their_bytes(st, s.kv, s.tokens, s.computed, root));
+    }
   }
   for (auto& [id, s] : live) kv.free(s.kv);
   live.clear();

@@ -179,7 +179,9 @@ TEST(DiskTier, AFullQueueDropsInsteadOfBlocking) {
   disk.flush();
   EXPECT_EQ(static_cast<int64_t>(disk.n_files()) + disk.stats().dropped, 2000);
   for (int v = 0; v < 2000; ++v)
-    if (disk.lookup(h(v))) EXPECT_TRUE(fetch_equals(disk, v)) << v;
+    if (disk.lookup(h(v))) {
+      EXPECT_TRUE(fetch_equals(disk, v)) << v;
+    }
 }
 
 }  // namespace

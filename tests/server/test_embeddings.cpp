@@ -70,7 +70,9 @@ void expect_error(const httplib::Result& res, int status, const std::string& par
   const json j = json::parse(res->body);
   ASSERT_TRUE(j.contains("error")) << res->body;
   EXPECT_TRUE(j["error"]["message"].is_string());
-  if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << res->body;
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << res->body;
+  }
 }
 
 TEST(Base64, Rfc4648TestVectors) {

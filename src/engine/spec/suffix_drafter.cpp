@@ -8,7 +8,7 @@ void SuffixDrafter::draft(std::span<DraftSlot* const> slots) {
   for (DraftSlot* s : slots) {
     const std::vector<int32_t>& t = *s->tokens;
     Local& local = local_[s->seq_id];
-    if (local.n_added > t.size()) local = Local{};  // the sequence was rewound
+    if (local.n_added > t.size()) local = Local();  // the sequence was rewound
     local.tree.add(t, local.n_added);
     local.n_added = t.size();
     // The context's own last windows are paths without a successor yet: only a suffix that also
