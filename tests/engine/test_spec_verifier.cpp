@@ -66,9 +66,9 @@ TEST_P(Verifier, EmittedTokensFollowTheTargetDistribution) {
     const double u_draw = u(rng), u_accept = u(rng);
     const Verdict v = verify_draft(p, d, c.sampled ? &q : nullptr, u_draw, u_accept, scratch);
     EXPECT_EQ(v.accepted, v.token == d);
-    if (!c.sampled) {
+    if (!c.sampled) {  // deterministic drafts: the non-speculative draw
       ASSERT_EQ(v.token, p.draw(u_draw));
-    }  // deterministic drafts: the non-speculative draw
+    }
     counts[static_cast<size_t>(v.token)] += 1.0;
     accepted += v.accepted;
   }

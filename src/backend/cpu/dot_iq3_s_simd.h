@@ -49,8 +49,9 @@ struct Ops {
   static void chunk_parts(const Row& row, int k, __m256i& mag, IqSigns& signs, __m256i& sc) {
     uint32_t sign_bits;
     std::memcpy(&sign_bits, row.blk + offsetof(BlockIQ3_S, signs) + 4 * k, 4);
-    // Eight scalar loads, as IQ3_XXS: faster than vpgatherdd on Zen 5 (see BENCHMARKS) and much
-    // faster on Zen 1/2, whose gathers are microcoded.
+    // Eight scalar loads, as IQ3_XXS, no vpgatherdd (microcoded on Zen 1/2). With the indexes from
+    // load_row, decode on Zen 5 went 21.5 -> 24.2 t/s (avx512), 21.7 -> 25.0 (avx2); the loads
+    // alone against the gather were not timed apart (BENCHMARKS, 2026-12-05 evening).
     const uint16_t* i = row.idx + 8 * k;
     mag = _mm256_setr_epi32(static_cast<int>(kIq3sGrid[i[0]]), static_cast<int>(kIq3sGrid[i[1]]),
                             static_cast<int>(kIq3sGrid[i[2]]), static_cast<int>(kIq3sGrid[i[3]]),
