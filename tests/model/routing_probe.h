@@ -109,7 +109,12 @@ class RoutingProbe final : public Backend {
   static double margin(const float* logits, const MoeRouting& r) {
     const int n = r.n_experts;
     std::vector<double> s(logits, logits + n);
-    if (r.gating == MoeGating::Softmax) {
+    // Margins are in probability units for every gating, so that one tie threshold means the
+    // same for all: gpt-oss (SoftmaxWeight) selects by logit and only weights by a softmax, but a
+    // gap of raw logits is ~1/p times larger than the same gap in probabilities, and its
+    // quantized model's logit gaps move by ~0.06 between two of Strata's own ISA levels.
+    // Softmax is monotonic, so the selection order is the logits'.
+    if (r.gating == MoeGating::Softmax || r.gating == MoeGating::SoftmaxWeight) {
       const double mx = *std::max_element(s.begin(), s.end());
       double sum = 0;
       for (double& v : s) sum += v = std::exp(v - mx);
