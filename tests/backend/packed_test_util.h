@@ -16,16 +16,17 @@ namespace strata::cpu::testing {
 // token count 1..kPackCols and row count 1..kPackRows, the weights one byte and the activation
 // quants three bytes off alignment, outputs one float off and kPackRows + 3 apart. Outputs past
 // the call's tokens and rows must stay untouched; the others within expect(r, c), which returns
-// {value, tolerance}. `what` names the problem in failures.
+// {value, tolerance}. `what` names the problem in failures; super_sums: the tile's activations are
+// kPackedSuperSums.
 template <class Expect>
 void check_packed_call_shapes(PackedGemmFn gemm, TensorType type, const uint8_t* w, size_t w_bytes,
                               int64_t nb, const std::vector<int8_t>& act_qs, const PackedActMeta* act_meta,
-                              const Expect& expect, const std::string& what) {
+                              const Expect& expect, const std::string& what, bool super_sums = false) {
   std::vector<uint8_t> wbuf(w_bytes + 1);
   std::memcpy(wbuf.data() + 1, w, w_bytes);
   std::vector<int8_t> qbuf(act_qs.size() + 3);
   std::memcpy(qbuf.data() + 3, act_qs.data(), act_qs.size());
-  const PackedActTile tile{qbuf.data() + 3, act_meta};
+  const PackedActTile tile{qbuf.data() + 3, act_meta, super_sums};
   for (int nc = 1; nc <= kPackCols; ++nc)
     for (int n_rows = 1; n_rows <= kPackRows; ++n_rows) {
       const size_t ys = kPackRows + 3;
@@ -50,7 +51,8 @@ void check_packed_call_shapes(PackedGemmFn gemm, TensorType type, const uint8_t*
 // one-token call, and a call of part_rows rows the first part_rows of them. w: one group.
 inline void check_packed_batch_invariance(PackedGemmFn gemm, TensorType type, const uint8_t* w, int64_t nb,
                                           const std::vector<int8_t>& act_qs,
-                                          const std::vector<PackedActMeta>& act_meta, int part_rows) {
+                                          const std::vector<PackedActMeta>& act_meta, int part_rows,
+                                          bool super_sums = false) {
   std::vector<int8_t> qs(act_qs.size());
   std::vector<PackedActMeta> meta(act_meta.size());
   for (int64_t b = 0; b < nb; ++b)
@@ -58,9 +60,10 @@ inline void check_packed_batch_invariance(PackedGemmFn gemm, TensorType type, co
       std::memcpy(qs.data() + (b * kPackCols + c) * 32, act_qs.data() + b * kPackCols * 32, 32);
       meta[static_cast<size_t>(b * kPackCols + c)] = act_meta[static_cast<size_t>(b * kPackCols)];
     }
-  const PackedActTile same{qs.data(), meta.data()};
+  const PackedActTile same{qs.data(), meta.data(), super_sums};
   std::vector<float> one(kPackRows);
-  gemm(type, w, nb, PackedActTile{act_qs.data(), act_meta.data()}, 1, one.data(), kPackRows, kPackRows);
+  gemm(type, w, nb, PackedActTile{act_qs.data(), act_meta.data(), super_sums}, 1, one.data(), kPackRows,
+       kPackRows);
   for (int nc = 1; nc <= kPackCols; ++nc) {
     std::vector<float> y(kPackCols * kPackRows);
     gemm(type, w, nb, same, nc, y.data(), kPackRows, kPackRows);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_kernels.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/tensor_type.h"
@@ -205,26 +206,81 @@ inline RefDot ref_dot_k_min_packed(TensorType wt, const uint8_t* w, const uint8_
   return r;
 }
 
-// The interleaved super-block layouts (packed_kernels.h) quantize activations per 32, not per
-// 256 as their rows' Q8_K: as Q8_1 for Q4_K and Q5_K, Q8_0 for IQ4_XS, Q6_K, Q3_K and Q2_K. packed_act_type
-// names that format; ref_dot_packed is the exact value those kernels approximate for weight row w of type wt
-// and an activation row a of that format.
+// The exact value the interleaved Q4_K / Q5_K kernels approximate for weight row w of type wt
+// and a kPackedSuperSums activation row a written as Q8_K blocks (quantize_packed_act_row): the
+// dequantized rows' dot product. abs_sum also counts each sub-block's min part dmin * m * sum|a|,
+// which those kernels sum in int32 apart from the scaled part (the two can cancel in the value).
+inline RefDot ref_dot_super_sums(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
+  const std::vector<double> ad = dequantized(TensorType::Q8_K, a, n);
+  RefDot r = ref_dot(dequantized(wt, w, n), ad);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = w + static_cast<size_t>(b / 8) * type_traits(wt).block_bytes;
+    fp16_t dmin;
+    std::memcpy(&dmin, blk + 2, 2);  // Q4_K and Q5_K blocks start d, dmin, scales[12]
+    uint8_t sc, m;
+    unpack_k4_scale_min(blk + 4, static_cast<int>(b % 8), &sc, &m);
+    double abs_a = 0.0;
+    for (int64_t i = 32 * b; i < 32 * (b + 1); ++i) abs_a += std::fabs(ad[static_cast<size_t>(i)]);
+    r.abs_sum += 2.0 * static_cast<double>(fp16_to_f32(dmin)) * m * abs_a;
+  }
+  return r;
+}
+
+// The interleaved super-block layouts (packed_kernels.h) quantize activations per 32 as Q8_1
+// for Q4_K and Q5_K and as Q8_0 for IQ4_XS, Q6_K, Q3_K and Q2_K, except where the level's set
+// takes kPackedSuperSums for Q4_K and Q5_K (one float d per 256, written here as Q8_K blocks).
+// packed_act_type names the format at the current level (isa_level(), what matmul runs);
+// ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
+// activation row a of that format.
 inline bool packs_super_blocks(TensorType wt) {
   return wt == TensorType::Q4_K || wt == TensorType::Q5_K || wt == TensorType::IQ4_XS ||
          wt == TensorType::Q6_K || wt == TensorType::Q3_K || wt == TensorType::Q2_K;
 }
-inline TensorType packed_act_type(TensorType wt) {
+inline bool packed_super_sums(TensorType wt) {
+  return packed_act_mode(wt, packed_kernels(isa_level())) == kPackedSuperSums;
+}
+inline TensorType packed_act_type(TensorType wt, bool super_sums) {
+  if (super_sums) return TensorType::Q8_K;
   return wt == TensorType::Q4_K || wt == TensorType::Q5_K ? TensorType::Q8_1 : TensorType::Q8_0;
 }
-// Quantizes x ([n]) into dst as packed_act_type(wt), exactly as the packed quantizer does (the
-// scalar kernels of Q4_1 and Q4_0 make Q8_1 and Q8_0 rows).
-inline void quantize_packed_act_row(TensorType wt, const float* x, uint8_t* dst, int64_t n) {
-  const TensorType maker = packed_act_type(wt) == TensorType::Q8_1 ? TensorType::Q4_1 : TensorType::Q4_0;
+// Quantizes x ([n]) into dst as packed_act_type(wt, super_sums), exactly as the packed quantizer
+// does (the scalar kernels of Q4_1 and Q4_0 make Q8_1 and Q8_0 rows; kPackedSuperSums: the scalar
+// packed quantizer's d and quants in Q8_K blocks, bsums of 16).
+inline void quantize_packed_act_row(TensorType wt, const float* x, uint8_t* dst, int64_t n, bool super_sums) {
+  if (super_sums) {
+    std::vector<int8_t> qs(static_cast<size_t>(n));
+    std::vector<PackedActMeta> meta(static_cast<size_t>(n / 32));
+    quantize_packed_act_scalar(x, n / 32, kPackedSuperSums, qs.data(), 32, meta.data(), 1);
+    for (int64_t s = 0; s < n / 256; ++s) {
+      BlockQ8_K blk{};
+      blk.d = meta[static_cast<size_t>(8 * s)].d;
+      for (int i = 0; i < 256; ++i) {
+        blk.qs[i] = qs[static_cast<size_t>(256 * s + i)];
+        blk.bsums[i / 16] = static_cast<int16_t>(blk.bsums[i / 16] + blk.qs[i]);
+      }
+      std::memcpy(dst + s * sizeof(BlockQ8_K), &blk, sizeof blk);
+    }
+    return;
+  }
+  const TensorType maker =
+      packed_act_type(wt, false) == TensorType::Q8_1 ? TensorType::Q4_1 : TensorType::Q4_0;
   type_kernels(maker, IsaLevel::Scalar).from_float(x, dst, n);
 }
+inline RefDot ref_dot_packed(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n, bool super_sums) {
+  const TensorType at = packed_act_type(wt, super_sums);
+  if (at == TensorType::Q8_K) return ref_dot_super_sums(wt, w, a, n);
+  if (at == TensorType::Q8_1) return ref_dot_k_min_packed(wt, w, a, n);
+  return ref_dot_rows(wt, w, at, a, n);
+}
+// The same at the current level.
+inline TensorType packed_act_type(TensorType wt) {
+  return packed_act_type(wt, packed_super_sums(wt));
+}
+inline void quantize_packed_act_row(TensorType wt, const float* x, uint8_t* dst, int64_t n) {
+  quantize_packed_act_row(wt, x, dst, n, packed_super_sums(wt));
+}
 inline RefDot ref_dot_packed(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
-  if (packed_act_type(wt) == TensorType::Q8_1) return ref_dot_k_min_packed(wt, w, a, n);
-  return ref_dot_rows(wt, w, packed_act_type(wt), a, n);
+  return ref_dot_packed(wt, w, a, n, packed_super_sums(wt));
 }
 
 // Error allowed between a float-accumulated dot product and the exact one: each of `terms`

@@ -3,6 +3,8 @@
 // with the packed activations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -24,21 +26,28 @@ using testing::random_floats;
 constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS,
                                       TensorType::Q6_K, TensorType::Q3_K, TensorType::Q2_K};
 
+bool has_super_sums(TensorType type) {
+  return type == TensorType::Q4_K || type == TensorType::Q5_K;
+}
+
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
-// activation rows (the reference) and as one packed activation tile.
+// activation rows (the reference) and as one packed activation tile, quantized per 32 or, with
+// super_sums (Q4_K, Q5_K), as kPackedSuperSums.
 struct Problem {
   TensorType type, act_type;
   int64_t n_in, n_out, n_groups;
+  bool super_sums;
   std::vector<uint8_t> rows, packed, act_rows;
   std::vector<int8_t> act_qs;
   std::vector<PackedActMeta> act_meta;
 
-  Problem(TensorType type_, int64_t n_super, int64_t n_out_, uint32_t seed)
+  Problem(TensorType type_, int64_t n_super, int64_t n_out_, uint32_t seed, bool super_sums_ = false)
       : type(type_),
-        act_type(testing::packed_act_type(type_)),
+        act_type(testing::packed_act_type(type_, super_sums_)),
         n_in(n_super * 256),
         n_out(n_out_),
-        n_groups((n_out_ + kPackRows - 1) / kPackRows) {
+        n_groups((n_out_ + kPackRows - 1) / kPackRows),
+        super_sums(super_sums_) {
     const size_t rb = row_bytes(type, n_in);
     rows.resize(rb * static_cast<size_t>(n_out));
     fill_random_rows(type, n_in, n_out, rb, rows.data(), seed);
@@ -52,19 +61,20 @@ struct Problem {
     act_meta.resize(static_cast<size_t>(nb()) * kPackCols);
     for (int c = 0; c < kPackCols; ++c) {
       testing::quantize_packed_act_row(type, x.data() + c * n_in,
-                                       act_rows.data() + c * row_bytes(act_type, n_in), n_in);
-      quantize_packed_act_scalar(x.data() + c * n_in, nb(), packed_zero_point(type), act_qs.data() + c * 32,
-                                 kPackCols * 32, act_meta.data() + c, kPackCols);
+                                       act_rows.data() + c * row_bytes(act_type, n_in), n_in, super_sums);
+      quantize_packed_act_scalar(x.data() + c * n_in, nb(),
+                                 super_sums ? kPackedSuperSums : packed_zero_point(type),
+                                 act_qs.data() + c * 32, kPackCols * 32, act_meta.data() + c, kPackCols);
     }
   }
   int64_t nb() const { return n_in / 32; }
   size_t group_bytes() const { return static_cast<size_t>(nb()) * packed_block_bytes(type); }
   const uint8_t* group(int64_t g) const { return packed.data() + g * group_bytes(); }
-  PackedActTile tile() const { return {act_qs.data(), act_meta.data()}; }
+  PackedActTile tile() const { return {act_qs.data(), act_meta.data(), super_sums}; }
   testing::RefDot exact(int64_t o, int c) const {
     const uint8_t* w = rows.data() + o * row_bytes(type, n_in);
     const uint8_t* a = act_rows.data() + c * row_bytes(act_type, n_in);
-    return testing::ref_dot_packed(type, w, a, n_in);
+    return testing::ref_dot_packed(type, w, a, n_in, super_sums);
   }
 };
 
@@ -93,21 +103,59 @@ TEST(PackedSuperBlocks, LayoutIsOneSuperBlockPer16RowsOf256Columns) {
 // rows are zero and must not disturb the real ones).
 TEST(PackedSuperBlocks, ScalarKernelMatchesDequantizedRows) {
   for (TensorType type : kSuperTypes)
-    for (int64_t n_super : {1, 3}) {
-      const Problem p(type, n_super, 2 * kPackRows + 7, 40 + static_cast<uint32_t>(n_super));
-      for (int64_t g = 0; g < p.n_groups; ++g) {
-        const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, p.n_out - g * kPackRows));
-        std::vector<float> y(kPackCols * kPackRows, -777.0f);
-        packed_gemm_scalar(type, p.group(g), p.nb(), p.tile(), kPackCols, y.data(), kPackRows, n_rows);
-        for (int c = 0; c < kPackCols; ++c)
-          for (int r = 0; r < n_rows; ++r) {
-            const auto exact = p.exact(g * kPackRows + r, c);
-            ASSERT_NEAR(y[c * kPackRows + r], exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum))
-                << type_name(type) << ", " << n_super << " super-blocks, group " << g << " row " << r
-                << " token " << c;
-          }
+    for (int64_t n_super : {1, 3})
+      for (bool super_sums : {false, true}) {
+        if (super_sums && !has_super_sums(type)) continue;
+        const Problem p(type, n_super, 2 * kPackRows + 7, 40 + static_cast<uint32_t>(n_super), super_sums);
+        for (int64_t g = 0; g < p.n_groups; ++g) {
+          const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, p.n_out - g * kPackRows));
+          std::vector<float> y(kPackCols * kPackRows, -777.0f);
+          packed_gemm_scalar(type, p.group(g), p.nb(), p.tile(), kPackCols, y.data(), kPackRows, n_rows);
+          for (int c = 0; c < kPackCols; ++c)
+            for (int r = 0; r < n_rows; ++r) {
+              const auto exact = p.exact(g * kPackRows + r, c);
+              ASSERT_NEAR(y[c * kPackRows + r], exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum))
+                  << type_name(type) << ", " << n_super << " super-blocks, group " << g << " row " << r
+                  << " token " << c << (super_sums ? ", super-block sums" : "");
+            }
+        }
       }
+}
+
+// kPackedSuperSums against a direct computation: d = amax / 127 over each 256 elements (a float,
+// not rounded), q = x / d rounded to nearest even, every block's meta d the super-block's, and
+// its extra the quant sums of its block pair (the even block's in the low int16).
+TEST(PackedSuperBlocks, SuperSumsQuantizerFollowsItsDefinition) {
+  const int64_t nb = 24;
+  std::vector<float> x = random_floats(static_cast<size_t>(nb * 32), 71, 3.0f);
+  for (int i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.0f;  // a zero super-block (d = 0)
+  x[600] = -9.5f;                                                    // a negative extreme
+  std::vector<int8_t> qs(static_cast<size_t>(nb) * 40, 0x55);
+  std::vector<PackedActMeta> meta(static_cast<size_t>(nb) * 2);
+  quantize_packed_act_scalar(x.data(), nb, kPackedSuperSums, qs.data(), 40, meta.data(), 2);
+  for (int64_t s = 0; s < nb / 8; ++s) {
+    double amax = 0.0;
+    for (int i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[s * 256 + i])));
+    const float d = static_cast<float>(amax) / 127.0f;
+    int sums[8] = {};
+    for (int j = 0; j < 8; ++j)
+      for (int e = 0; e < 32; ++e) {
+        const float v = x[static_cast<size_t>(s * 256 + 32 * j + e)];
+        const int want = d == 0.0f ? 0 : static_cast<int>(std::nearbyint(v * (1.0f / d)));
+        ASSERT_LE(std::abs(want), 127);
+        ASSERT_EQ(qs[static_cast<size_t>((8 * s + j) * 40 + e)], want)
+            << "super-block " << s << " element " << 32 * j + e;
+        sums[j] += want;
+      }
+    for (int j = 0; j < 8; ++j) {
+      const PackedActMeta& m = meta[static_cast<size_t>((8 * s + j) * 2)];
+      ASSERT_EQ(m.d, d);
+      EXPECT_EQ(pair_sum(m.extra, j), sums[j]);
+      EXPECT_EQ(pair_sum(m.extra, j ^ 1), sums[j ^ 1]);
+      EXPECT_EQ(static_cast<int16_t>(m.extra & 0xffff), sums[j & ~1]);
     }
+  }
+  EXPECT_EQ(qs[32], 0x55);  // the gaps between strided blocks untouched
 }
 
 struct SuperCase {
@@ -122,28 +170,48 @@ class PackedSuperLevel : public ::testing::TestWithParam<SuperCase> {
   }
   TensorType type() const { return GetParam().type; }
   const PackedKernelSet& kernels() const { return packed_kernels(GetParam().isa); }
+  bool super_sums() const { return packed_act_mode(type(), kernels()) == kPackedSuperSums; }
 };
 
 // Every token count 1..12 and row count 1..16, unaligned weights, activations and outputs;
 // outputs past the call's rows and tokens untouched.
 TEST_P(PackedSuperLevel, KernelMatchesExactForAllShapes) {
   for (int64_t n_super : {1, 9}) {
-    const Problem p(type(), n_super, kPackRows, 50 + static_cast<uint32_t>(n_super));
+    const Problem p(type(), n_super, kPackRows, 50 + static_cast<uint32_t>(n_super), super_sums());
     check_packed_call_shapes(
         kernels().gemm, type(), p.group(0), p.group_bytes(), p.nb(), p.act_qs, p.act_meta.data(),
         [&](int r, int c) {
           const auto exact = p.exact(r, c);
           return std::pair{exact.value, dot_tolerance(2 * p.nb(), exact.abs_sum)};
         },
-        std::to_string(n_super) + " super-blocks");
+        std::to_string(n_super) + " super-blocks", p.super_sums);
   }
+}
+
+// The level's quantizer in its mode for the type, bit-identical to the scalar one, from an
+// unaligned input.
+TEST_P(PackedSuperLevel, ActivationQuantizerIsBitIdentical) {
+  const int mode = packed_act_mode(type(), kernels());
+  const Problem p(type(), 3, 1, 81, super_sums());
+  std::vector<float> x = random_floats(static_cast<size_t>(kPackCols * p.n_in) + 1, 82, 2.0f);
+  std::vector<int8_t> want(p.act_qs.size()), got(p.act_qs.size());
+  std::vector<PackedActMeta> want_meta(p.act_meta.size()), got_meta(p.act_meta.size());
+  for (int c = 0; c < kPackCols; ++c) {
+    quantize_packed_act_scalar(x.data() + 1 + c * p.n_in, p.nb(), mode, want.data() + c * 32, kPackCols * 32,
+                               want_meta.data() + c, kPackCols);
+    kernels().quantize(x.data() + 1 + c * p.n_in, p.nb(), mode, got.data() + c * 32, kPackCols * 32,
+                       got_meta.data() + c, kPackCols);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(std::memcmp(got_meta.data(), want_meta.data(), got_meta.size() * sizeof(PackedActMeta)), 0);
 }
 
 // Batch invariance (kernels.h): a token's outputs have the same bits whatever the tile's token
 // count, its slot and the call's row count.
 TEST_P(PackedSuperLevel, ResultBitsDoNotDependOnTileShapeOrSlot) {
-  const Problem p(type(), 2, kPackRows, 61);
-  testing::check_packed_batch_invariance(kernels().gemm, type(), p.group(0), p.nb(), p.act_qs, p.act_meta, 7);
+  const Problem p(type(), 2, kPackRows, 61, super_sums());
+  testing::check_packed_batch_invariance(kernels().gemm, type(), p.group(0), p.nb(), p.act_qs, p.act_meta, 7,
+                                         p.super_sums);
 }
 
 std::vector<SuperCase> super_cases() {

@@ -232,7 +232,9 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   uint8_t* buf = t_scratch.get(static_cast<size_t>(n_tiles) * (tile_qs + tile_meta * sizeof(PackedActMeta)));
   auto* act_qs = reinterpret_cast<int8_t*>(buf);
   auto* act_meta = reinterpret_cast<PackedActMeta*>(buf + static_cast<size_t>(n_tiles) * tile_qs);
-  const int zero_point = packed_zero_point(w.type());
+  const int act_mode = packed_act_mode(w.type(), kernels);
+  const bool super_sums = act_mode == kPackedSuperSums;
+  const int64_t unit = super_sums ? 8 : 1;  // blocks quantized together: a super-block shares d
 
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
   const WorkGrid grid =
@@ -241,18 +243,20 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   SpinBarrier barrier(serial ? 1 : pool.size());
 
   run_parallel(pool, serial, [&](int ith, int nth) {
-    auto [u0, u1] = split_range(n_tokens * nb, ith, nth);
+    auto [v0, v1] = split_range(n_tokens * (nb / unit), ith, nth);
+    int64_t u0 = v0 * unit;
+    const int64_t u1 = v1 * unit;
     while (u0 < u1) {
       const int64_t t = u0 / nb, b0 = u0 % nb, b1 = std::min(nb, b0 + (u1 - u0));
       const int64_t tile = t / kPackCols, slot = t % kPackCols;
-      quantize(x + t * n_in + b0 * 32, b1 - b0, zero_point,
+      quantize(x + t * n_in + b0 * 32, b1 - b0, act_mode,
                act_qs + tile * tile_qs + (b0 * kPackCols + slot) * 32, kPackCols * 32,
                act_meta + tile * tile_meta + b0 * kPackCols + slot, kPackCols);
       u0 += b1 - b0;
     }
     barrier.arrive_and_wait();
     auto group_tile = [&](int64_t g, int64_t t) {
-      const PackedActTile tile{act_qs + t * tile_qs, act_meta + t * tile_meta};
+      const PackedActTile tile{act_qs + t * tile_qs, act_meta + t * tile_meta, super_sums};
       const int nc = static_cast<int>(std::min<int64_t>(kPackCols, n_tokens - t * kPackCols));
       const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, n_out - g * kPackRows));
       gemm(w.type(), w.data() + g * w.group_stride(), nb, tile, nc, y + t * kPackCols * n_out + g * kPackRows,

@@ -58,7 +58,8 @@ int half_scaled_quant(const uint8_t* qs, int r, int e) {
 // d * sc and min -dmin * m; IQ4_XS: the IQ4_NL expression with scale d * sc; Q6_K, Q3_K: per
 // 16-column half the integer sum of (u - zero point) * a with scale d * sc; Q2_K: per half the sum
 // of u * a with scale d * scale, minus dmin * min * d_a * the activation's half sum. (Not the row
-// kernels': those quantize activations per 256 as Q8_K.)
+// kernels': those quantize activations per 256 as Q8_K.) Q4_K, Q5_K with kPackedSuperSums
+// activations: the super-block's integer sums of sc * (u . a) and m * sum(a), scaled once.
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                               size_t y_stride, int n_rows) {
@@ -66,6 +67,7 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
   for (int c = 0; c < nc; ++c)
     for (int r = 0; r < n_rows; ++r) {
       float sum = 0.0f;
+      int32_t sup_sum = 0, sup_min = 0;  // kPackedSuperSums: the super-block's integer sums
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* sup = w + static_cast<size_t>(b / kSubBlocks<K>) * kBlockBytes<K>;
         const int j = static_cast<int>(b % kSubBlocks<K>);
@@ -78,6 +80,16 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
           // Q5_K's fifth bits are Q5_0's masks after the nibbles (Q5_1's unsigned quant).
           const TensorType quants = K == Kind::Q5_K ? TensorType::Q5_1 : TensorType::Q4_0;
           for (int e = 0; e < 32; ++e) sumi += packed_quant(quants, qs, r, e) * aq[e];
+          if (a.super_sums) {  // d * d_a * sum(sc * sumi) - dmin * d_a * sum(m * sum(a)), per 256
+            sup_sum += static_cast<int32_t>(sup[kQ4kScOffset + 16 * j + r]) * sumi;
+            sup_min += static_cast<int32_t>(sup[kQ4kMOffset + 16 * j + r]) * pair_sum(am.extra, j);
+            if (j == kSubBlocks<K> - 1) {
+              const float dmin = fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t)));
+              sum += d * am.d * static_cast<float>(sup_sum) - dmin * am.d * static_cast<float>(sup_min);
+              sup_sum = sup_min = 0;
+            }
+            continue;
+          }
           const float dw = d * static_cast<float>(sup[kQ4kScOffset + 16 * j + r]);
           const float mw = -fp16_to_f32(load_fp16(sup + kQ4kDminOffset + r * sizeof(fp16_t))) *
                            static_cast<float>(sup[kQ4kMOffset + 16 * j + r]);
@@ -107,10 +119,35 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
     }
 }
 
+// kPackedSuperSums: one d per 8 blocks, each block's quant sum in its pair's int16 halves.
+void quantize_super_sums_scalar(const float* x, int64_t n_blocks, int8_t* qs, size_t qs_block_stride,
+                                PackedActMeta* meta, size_t meta_block_stride) {
+  STRATA_CHECK(n_blocks % 8 == 0, "super-block activations take whole super-blocks, not ", n_blocks,
+               " blocks");
+  for (int64_t s = 0; s < n_blocks; s += 8, x += 256) {
+    float amax = 0.0f;
+    for (int i = 0; i < 256; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sums[8] = {};
+    for (int j = 0; j < 8; ++j) {
+      int8_t* q = qs + static_cast<size_t>(s + j) * qs_block_stride;
+      for (int e = 0; e < 32; ++e) {
+        q[e] = static_cast<int8_t>(std::nearbyint(x[32 * j + e] * id));
+        sums[j] += q[e];
+      }
+    }
+    for (int j = 0; j < 8; ++j)
+      meta[static_cast<size_t>(s + j) * meta_block_stride] = {d, pack_half_sums(sums[j & ~1], sums[j | 1])};
+  }
+}
+
 }  // namespace
 
 void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                 size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  if (zero_point == kPackedSuperSums)
+    return quantize_super_sums_scalar(x, n_blocks, qs, qs_block_stride, meta, meta_block_stride);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* xb = x + b * 32;
     int8_t* q = qs + static_cast<size_t>(b) * qs_block_stride;
@@ -136,6 +173,7 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q5_K)

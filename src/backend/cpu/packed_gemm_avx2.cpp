@@ -17,7 +17,9 @@
 // IQ4_XS, Q4_K and Q5_K multiply by their integer sub-block scale in the vpmaddwd (kIntScales).
 // The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators, one
 // FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how many
-// tokens or rows share its call (batch invariance, kernels.h).
+// tokens or rows share its call (batch invariance, kernels.h). Q4_K and Q5_K take activations
+// with one scale per super-block (kPackedSuperSums), so their sums and their mins' sums stay in
+// int32 over the 8 sub-blocks and the float steps run once per 256 columns (k_super_block).
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/packed_half_scaled_avx2.h"
 #include "backend/cpu/packed_kernels.h"
@@ -269,6 +272,55 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
   }
 }
 
+// The rows' mins of sub-blocks 2p and 2p + 1 (half h) as int16 pairs: lane r holds m[2p][r]
+// and m[2p + 1][r], the vpmaddwd partner of the activation's pair sums (kPackedSuperSums).
+static inline __m256i min_pairs(const uint8_t* w, int p, int h) {
+  const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 8 * h));
+  const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 16 + 8 * h));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
+}
+
+// Q4_K / Q5_K over one super-block with kPackedSuperSums activations (one d_a per 256): the 8
+// sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), the mins'
+// m * sum(a) in another (vpmaddwd of the rows' min pairs by the activation's pair sums), and
+// each is scaled once, by d * d_a and -dmin * d_a: the float epilogue runs per 256 columns,
+// not per 32. |sums| <= 8 * 32 * 31 * 127 * 63 < 2^26, exact in int32.
+template <Kind K, int NH, int NC>
+static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
+                                 const PackedActMeta* am, bool prefetch) {
+  __m256i acc[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+  for (int j = 0; j < kSubBlocks<K>; ++j) {
+    if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
+    __m256i mul[NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) mul[h] = pair_scales<K>(w, j, h0 + h);
+    block_sums<K, NH, NC>(acc, w + kQsOffset<K> + j * kSubBlockBytes<K>, h0, aq + j * kPackCols * 32, mul);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const __m256i m0 = min_pairs(w, 0, h0 + h), m1 = min_pairs(w, 1, h0 + h);
+    const __m256i m2 = min_pairs(w, 2, h0 + h), m3 = min_pairs(w, 3, h0 + h);
+    const __m256 d = half_to_ps(w + 16 * (h0 + h));
+    const __m256 mdmin = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * (h0 + h)));
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      const PackedActMeta* m = am + c;  // sub-block 2p's meta at m[2p * kPackCols]
+      const __m256i s01 = _mm256_add_epi32(_mm256_madd_epi16(m0, _mm256_set1_epi32(m[0].extra)),
+                                           _mm256_madd_epi16(m1, _mm256_set1_epi32(m[2 * kPackCols].extra)));
+      const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(m2, _mm256_set1_epi32(m[4 * kPackCols].extra)),
+                                           _mm256_madd_epi16(m3, _mm256_set1_epi32(m[6 * kPackCols].extra)));
+      const __m256 da = _mm256_set1_ps(m[0].d);
+      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), _mm256_mul_ps(d, da), accf[h][c]);
+      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)), _mm256_mul_ps(mdmin, da),
+                                   accf[h][c]);
+    }
+  }
+}
+
 // y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.
 template <int NH, int NC>
 static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, size_t y_stride, int n_rows) {
@@ -292,14 +344,16 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    [[maybe_unused]] __m256 d_sup[NH], dmin_sup[NH];  // kIntScales: the rows' d (and -dmin)
+    if constexpr (kKScaleMin<K>) {
+      k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+      aq += kSubBlocks<K> * kPackCols * 32;
+      am += kSubBlocks<K> * kPackCols;
+      continue;
+    }
+    [[maybe_unused]] __m256 d_sup[NH];  // IQ4_XS: the rows' d
     if constexpr (kIntScales<K>) {
 #pragma GCC unroll 2
-      for (int h = 0; h < NH; ++h) {
-        d_sup[h] = half_to_ps(w + 16 * (h0 + h));
-        if constexpr (kKScaleMin<K>)
-          dmin_sup[h] = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * (h0 + h)));
-      }
+      for (int h = 0; h < NH; ++h) d_sup[h] = half_to_ps(w + 16 * (h0 + h));
     }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
@@ -333,11 +387,7 @@ template <Kind K, int NH, int NC>
             accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
           }
           if constexpr (kHasMin<K>) {
-            __m256 mw;
-            if constexpr (kKScaleMin<K>)
-              mw = _mm256_mul_ps(dmin_sup[h], u8x8_to_ps(w + kQ4kMOffset + 16 * j + 8 * (h0 + h)));
-            else
-              mw = min_of<K>(w, j, h0 + h);
+            const __m256 mw = min_of<K>(w, j, h0 + h);
 #pragma GCC unroll 4
             for (int c = 0; c < NC; ++c)
               accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
@@ -472,30 +522,61 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K),
+               "AVX2 packed kernels take kPackedSuperSums activations for Q4_K and Q5_K only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
 
+namespace {
+
+// One 32-element block at the reciprocal scale id into q (quants in element order); returns the
+// sums of elements 0..15 and 16..31.
+inline std::pair<int, int> quantize_block(const float* x, __m256 id, int8_t* q) {
+  const __m256i i0 =
+      _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));  // MXCSR default: nearest even
+  const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
+  const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id));
+  const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id));
+  // The packs work per 128-bit lane; the permutation restores element order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+  const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+  return {hsum_i32x8(_mm256_add_epi32(i0, i1)), hsum_i32x8(_mm256_add_epi32(i2, i3))};
+}
+
+inline __m256 abs_max(const float* x, int n, __m256 amax) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int i = 0; i < n; i += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  return amax;
+}
+
+}  // namespace
+
 void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                               size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
+  if (zero_point == kPackedSuperSums) {  // one d per super-block, as the scalar quantizer
+    STRATA_CHECK(n_blocks % 8 == 0, "super-block activations take whole super-blocks, not ", n_blocks,
+                 " blocks");
+    for (int64_t s = 0; s < n_blocks; s += 8, x += 256) {
+      const float d = hmax_f32x8(abs_max(x, 256, _mm256_setzero_ps())) / 127.0f;
+      const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+      int sums[8];
+      for (int j = 0; j < 8; ++j) {
+        const auto [lo, hi] =
+            quantize_block(x + 32 * j, id, qs + static_cast<size_t>(s + j) * qs_block_stride);
+        sums[j] = lo + hi;
+      }
+      for (int j = 0; j < 8; ++j)
+        meta[static_cast<size_t>(s + j) * meta_block_stride] = {d, pack_half_sums(sums[j & ~1], sums[j | 1])};
+    }
+    return;
+  }
   for (int64_t b = 0; b < n_blocks; ++b, x += 32) {
-    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-    const __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                      _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-    const float d = hmax_f32x8(amax) / 127.0f;
+    const float d = hmax_f32x8(abs_max(x, 32, _mm256_setzero_ps())) / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, id));  // MXCSR default: nearest even
-    const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
-    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
-    const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
-    const int sum_lo = hsum_i32x8(_mm256_add_epi32(i0, i1)), sum_hi = hsum_i32x8(_mm256_add_epi32(i2, i3));
+    const auto [sum_lo, sum_hi] = quantize_block(x, id, qs + static_cast<size_t>(b) * qs_block_stride);
     const int sum = sum_lo + sum_hi;
-    // The packs work per 128-bit lane; the permutation restores element order.
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-    const __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + static_cast<size_t>(b) * qs_block_stride), ordered);
     PackedActMeta& m = meta[static_cast<size_t>(b) * meta_block_stride];
     m.d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
     m.extra = zero_point == kPackedHalfSums ? pack_half_sums(sum_lo, sum_hi)

@@ -50,7 +50,8 @@
 // 16 x 136), the price of scales that need no unpacking in the inner loop; Q6_K's is exactly the
 // source's (3360 for 16 x 210), Q2_K's too (1344 for 16 x 84), Q3_K's 3.6% more (1824 for
 // 16 x 110). The super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K and
-// Q5_K, Q8_0-style for the others): one act block per sub-block.
+// Q5_K, Q8_0-style for the others): one act block per sub-block; at the levels whose set asks for
+// it, Q4_K's and Q5_K's blocks share one scale per super-block (kPackedSuperSums).
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -83,6 +84,13 @@ size_t packed_block_bytes(TensorType type);
 // 16-column half).
 int packed_zero_point(TensorType type);
 constexpr int kPackedHalfSums = -1;
+// Q4_K and Q5_K at the levels whose set asks for it (PackedKernelSet::superblock_act): one scale
+// per 256-column super-block, so a kernel keeps a super-block's integer sums (its 8 sub-blocks'
+// scaled sums and its min sums) in int32 and scales them once per 256 columns instead of per 32,
+// as llama.cpp's Q8_K does. Every sub-block's meta carries the super-block's d (a float, not
+// rounded) and the quant sums of its sub-block pair (pair_sum). The quantizer is then given
+// whole super-blocks (n_blocks a multiple of 8, x at a super-block's start).
+constexpr int kPackedSuperSums = -2;
 
 // Writes group g of src ([n_out] rows of type, nb 32-column blocks each, src_row_stride bytes
 // apart) into dst ([nb] packed blocks), zero rows past n_out.
@@ -95,7 +103,9 @@ struct PackedActMeta {
   float d;        // scale, rounded to fp16 as Q8_0's
   int32_t extra;  // zero_point > 0: -zero_point * sum(q), the integer accumulator's start value;
                   // zero_point == 0 (Q4_1/Q5_1/Q4_K/Q5_K): the bits of float fp16(d * sum(q)), Q8_1's s;
-                  // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above
+                  // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above;
+                  // kPackedSuperSums: sub-block j's is sum(q) of sub-block j & ~1 in the low 16 bits,
+                  // of j | 1 above (an int16 pair, the vpmaddwd operand of the mins)
 };
 static_assert(sizeof(PackedActMeta) == 8);
 
@@ -113,6 +123,10 @@ constexpr int32_t half_sum_hi(int32_t extra) {
 constexpr int32_t half_sum(int32_t extra, int hh) {
   return hh == 0 ? half_sum_lo(extra) : half_sum_hi(extra);
 }
+// kPackedSuperSums: the sum of sub-block j's quants from the extra of either sub-block of its pair.
+constexpr int32_t pair_sum(int32_t extra, int j) {
+  return half_sum(extra, j & 1);
+}
 // Q6_K, Q3_K: -zero_point * half_sum, the start of that half's integer sum, which makes it the
 // exact sum of (u - zero_point) * a.
 constexpr int32_t half_sum_bias(int32_t extra, int hh, int zero_point) {
@@ -123,6 +137,7 @@ constexpr int32_t half_sum_bias(int32_t extra, int hh, int zero_point) {
 struct PackedActTile {
   const int8_t* qs;           // [nb, kPackCols, 32]
   const PackedActMeta* meta;  // [nb, kPackCols]
+  bool super_sums = false;    // quantized as kPackedSuperSums (Q4_K, Q5_K where the set asks)
 };
 
 // x: [n_blocks * 32] f32 of one token -> its slots: block b's quants at qs + b * qs_block_stride,
@@ -174,7 +189,11 @@ struct PackedKernelSet {
   IsaLevel level;
   PackedActQuantizer quantize;
   PackedGemmFn gemm;
+  bool superblock_act;  // Q4_K and Q5_K take kPackedSuperSums activations (the gemm requires them)
 };
+// The activation mode the set's quantizer is given for a type: packed_zero_point(type), or
+// kPackedSuperSums where the set asks for it.
+int packed_act_mode(TensorType type, const PackedKernelSet& set);
 // The set for `isa`: its own level's, else the first one below it on its chain that the CPU
 // supports (the scalar set at the bottom).
 const PackedKernelSet& packed_kernels(IsaLevel isa);
