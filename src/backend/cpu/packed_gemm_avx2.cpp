@@ -272,19 +272,10 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
   }
 }
 
-// The rows' mins of sub-blocks 2p and 2p + 1 (half h) as int16 pairs: lane r holds m[2p][r]
-// and m[2p + 1][r], the vpmaddwd partner of the activation's pair sums (kPackedSuperSums).
-static inline __m256i min_pairs(const uint8_t* w, int p, int h) {
-  const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 8 * h));
-  const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 16 + 8 * h));
-  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
-}
-
 // Q4_K / Q5_K over one super-block with kPackedSuperSums activations (one d_a per 256): the 8
-// sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), the mins'
-// m * sum(a) in another (vpmaddwd of the rows' min pairs by the activation's pair sums), and
-// each is scaled once, by d * d_a and -dmin * d_a: the float epilogue runs per 256 columns,
-// not per 32. |sums| <= 8 * 32 * 31 * 127 * 63 < 2^26, exact in int32.
+// sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), and
+// k_super_epilogue adds the mins and scales both once: the float steps run per 256 columns, not
+// per 32. |sums| <= 8 * 32 * 31 * 127 * 63 < 2^26, exact in int32.
 template <Kind K, int NH, int NC>
 static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
                                  const PackedActMeta* am, bool prefetch) {
@@ -301,24 +292,7 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
     block_sums<K, NH, NC>(acc, w + kQsOffset<K> + j * kSubBlockBytes<K>, h0, aq + j * kPackCols * 32, mul);
   }
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const __m256i m0 = min_pairs(w, 0, h0 + h), m1 = min_pairs(w, 1, h0 + h);
-    const __m256i m2 = min_pairs(w, 2, h0 + h), m3 = min_pairs(w, 3, h0 + h);
-    const __m256 d = half_to_ps(w + 16 * (h0 + h));
-    const __m256 mdmin = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * (h0 + h)));
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      const PackedActMeta* m = am + c;  // sub-block 2p's meta at m[2p * kPackCols]
-      const __m256i s01 = _mm256_add_epi32(_mm256_madd_epi16(m0, _mm256_set1_epi32(m[0].extra)),
-                                           _mm256_madd_epi16(m1, _mm256_set1_epi32(m[2 * kPackCols].extra)));
-      const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(m2, _mm256_set1_epi32(m[4 * kPackCols].extra)),
-                                           _mm256_madd_epi16(m3, _mm256_set1_epi32(m[6 * kPackCols].extra)));
-      const __m256 da = _mm256_set1_ps(m[0].d);
-      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), _mm256_mul_ps(d, da), accf[h][c]);
-      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)), _mm256_mul_ps(mdmin, da),
-                                   accf[h][c]);
-    }
-  }
+  for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
 // y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.

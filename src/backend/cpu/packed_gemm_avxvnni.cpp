@@ -7,11 +7,16 @@
 // exact products to 8 rows' int32 sums for one token. The integer accumulator starts at the
 // activation's bias -zero_point * sum(a), which removes the weights' zero point for free; once
 // per block it is scaled by d_w * d_a into a float accumulator (one FMA per 8 rows and token, in
-// block order: batch invariant, kernels.h). The activations come from the AVX2 quantizer.
-// Tiles: 16 rows x up to 3 tokens (6 independent vpdpbusd chains); decode splits each token's
-// chain in two (the vpdpbusd latency would bound it otherwise) and prefetches.
+// block order: batch invariant, kernels.h). The activations come from the AVX2 quantizer;
+// Q4_K's and Q5_K's carry one scale per super-block (kPackedSuperSums), so their sub-block sums,
+// times the integer scales, stay in int32 and the float steps run once per 256 columns.
+// Tiles: 8 rows x up to 4 tokens for several tokens (16 rows x 3 tokens spilled the broadcasts
+// and accumulators); decode takes 16 rows and splits each token's chain in two (the vpdpbusd
+// latency would bound it otherwise) and prefetches. The half-scaled kinds (Q6_K, Q3_K, Q2_K) use
+// 16 rows x up to 3 tokens below 4 tokens, else a decoded panel in 8 x 4 tiles.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -144,13 +149,54 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, co
 
 // half_dots of sub-block s's element half HH for row halves 0..NH-1 from a decoded panel.
 template <Kind K, int HH, int NH, int NC>
-static inline void panel_half_sums(__m256 (&accf)[NH][NC], const HalfPanel& p, int64_t s, const int8_t* aq,
-                                   const PackedActMeta* am) {
+static inline void panel_half_sums(__m256 (&accf)[NH][NC], const HalfPanel& p, int64_t s, int h0,
+                                   const int8_t* aq, const PackedActMeta* am) {
   constexpr bool kSplit = NH * NC <= 2;
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-    half_dots<K, HH, NC, kSplit>(accf[h], p.quants(s, HH, 0, h), p.quants(s, HH, 1, h), p.quants(s, HH, 2, h),
+  for (int i = 0; i < NH; ++i) {
+    const int h = h0 + i;
+    half_dots<K, HH, NC, kSplit>(accf[i], p.quants(s, HH, 0, h), p.quants(s, HH, 1, h), p.quants(s, HH, 2, h),
                                  p.quants(s, HH, 3, h), p.dw(s, HH, h), p.mw(s, HH, h), aq, am);
+  }
+}
+
+// Q4_K / Q5_K over one super-block with kPackedSuperSums activations (one d_a per 256): each
+// sub-block's exact vpdpbusd sums times its integer scale (vpmulld; the sums, up to
+// 32 * 31 * 127, do not fit vpmaddwd's int16) accumulate in int32 over the 8 sub-blocks, and
+// k_super_epilogue adds the mins and scales both once per 256 columns instead of per 32.
+template <Kind K, int NH, int NC>
+static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
+                                 const PackedActMeta* am, bool prefetch) {
+  constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
+  __m256i acc[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+  for (int j = 0; j < kSubBlocks<K>; ++j) {
+    if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
+    const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+    const int8_t* aj = aq + j * kPackCols * 32;
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      __m256i sb[NC], sb2[NC];
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) sb[c] = sb2[c] = _mm256_setzero_si256();
+      if constexpr (kSplit) {
+        block_dots<K, NC>(sb, sb2, qs, h0 + h, aj);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) sb[c] = _mm256_add_epi32(sb[c], sb2[c]);
+      } else {
+        block_dots<K, NC>(sb, sb, qs, h0 + h, aj);
+      }
+      const __m256i sc = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kScOffset + 16 * j + 8 * (h0 + h))));
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], _mm256_mullo_epi32(sb[c], sc));
+    }
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
 // y[c * y_stride + r] = accf[h][c] for the rows of halves 0..NH-1 below n_rows.
@@ -165,8 +211,8 @@ static inline void store_tile(const __m256 (&accf)[NH][NC], float* y, size_t y_s
 // y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC. prefetch:
 // this call is the group's first pass (decode, or the first tile of several), which streams it.
 template <Kind K, int NH, int NC>
-void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y, size_t y_stride,
-          int n_rows, bool prefetch) {
+void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
+          size_t y_stride, int n_rows, bool prefetch) {
   constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
   __m256 accf[NH][NC];
 #pragma GCC unroll 2
@@ -174,6 +220,12 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
+    if constexpr (kKScaleMin<K>) {
+      k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+      aq += kSubBlocks<K> * kPackCols * 32;
+      am += kSubBlocks<K> * kPackCols;
+      continue;
+    }
     for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
       if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
       if constexpr (kHalfScaled<K>) {
@@ -191,23 +243,23 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
             __m256i acc2[NC];
 #pragma GCC unroll 4
             for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
-            block_dots<K, NC>(acc[h], acc2, qs, h, aq);
+            block_dots<K, NC>(acc[h], acc2, qs, h0 + h, aq);
 #pragma GCC unroll 4
             for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
           } else {
-            block_dots<K, NC>(acc[h], acc[h], qs, h, aq);
+            block_dots<K, NC>(acc[h], acc[h], qs, h0 + h, aq);
           }
         }
 #pragma GCC unroll 2
         for (int h = 0; h < NH; ++h) {
-          const __m256 dw = scale_of<K>(w, j, h);
+          const __m256 dw = scale_of<K>(w, j, h0 + h);
 #pragma GCC unroll 4
           for (int c = 0; c < NC; ++c) {
             const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
             accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
           }
           if constexpr (kHasMin<K>) {
-            const __m256 mw = min_of<K>(w, j, h);
+            const __m256 mw = min_of<K>(w, j, h0 + h);
 #pragma GCC unroll 4
             for (int c = 0; c < NC; ++c)
               accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
@@ -216,37 +268,33 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       }
     }
   }
-  store_tile<NH, NC>(accf, y, y_stride, n_rows);
-}
-
-// tile() of a half-scaled kind over a decoded panel: the same integer sums and float steps in the
-// same order, so the same bits.
-template <Kind K, int NH, int NC>
-void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
-                size_t y_stride, int n_rows) {
-  __m256 accf[NH][NC];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
-    panel_half_sums<K, 0, NH, NC>(accf, p, s, aq, am);
-    panel_half_sums<K, 1, NH, NC>(accf, p, s, aq, am);
-  }
-  store_tile<NH, NC>(accf, y, y_stride, n_rows);
+    for (int c = 0; c < NC; ++c)
+      store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
 }
 
-template <Kind K, int NH>
-void panel_tile_n(int n, const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
-                  size_t y_stride, int n_rows) {
-  switch (n) {
-    case 1:
-      return panel_tile<K, NH, 1>(p, nb, aq, am, y, y_stride, n_rows);
-    case 2:
-      return panel_tile<K, NH, 2>(p, nb, aq, am, y, y_stride, n_rows);
-    default:
-      return panel_tile<K, NH, 3>(p, nb, aq, am, y, y_stride, n_rows);
+// Several tokens: one row half at a time for up to kHalfTileTokens tokens, so that the integer
+// and float accumulators and the broadcasts fit the 16 registers (both halves of 3 tokens spilled
+// the broadcasts on Zen 5).
+constexpr int kHalfTileTokens = 4;
+
+// tile() of a half-scaled kind over a decoded panel for row half h and NC tokens (the register
+// budget of one_half_gemm's tiles): the same integer sums and float steps in the same order as
+// tile(), so the same bits.
+template <Kind K, int NC>
+void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h, float* y,
+                size_t y_stride, int n_rows) {
+  __m256 accf[1][NC];
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
+    panel_half_sums<K, 0, 1, NC>(accf, p, s, h, aq, am);
+    panel_half_sums<K, 1, 1, NC>(accf, p, s, h, aq, am);
   }
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) store_rows8(y + c * y_stride + 8 * h, accf[0][c], n_rows - 8 * h);
 }
 
 // A half-scaled group of several register tiles: decoded once, then each tile over the panel.
@@ -254,13 +302,55 @@ template <Kind K>
 void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
                      int n_rows) {
   thread_local HalfPanel panel;
-  panel.decode<K>(w, nb, n_rows > 8 ? 2 : 1, kPrefetchBytes);
-  for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
-    const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
-    if (n_rows > 8)
-      panel_tile_n<K, 2>(n, panel, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
-    else
-      panel_tile_n<K, 1>(n, panel, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows);
+  const int n_halves = n_rows > 8 ? 2 : 1;
+  panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
+  for (int c0 = 0; c0 < nc; c0 += kHalfTileTokens) {
+    const int8_t* aq = a.qs + 32 * c0;
+    const PackedActMeta* am = a.meta + c0;
+    float* yc = y + c0 * y_stride;
+    for (int h = 0; h < n_halves; ++h) {
+      switch (std::min(kHalfTileTokens, nc - c0)) {
+        case 1:
+          panel_tile<K, 1>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 2:
+          panel_tile<K, 2>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        case 3:
+          panel_tile<K, 3>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+        default:
+          panel_tile<K, 4>(panel, nb, aq, am, h, yc, y_stride, n_rows);
+          break;
+      }
+    }
+  }
+}
+
+template <Kind K>
+void one_half_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
+                   int n_rows) {
+  for (int c0 = 0; c0 < nc; c0 += kHalfTileTokens) {
+    const int8_t* aq = a.qs + 32 * c0;
+    const PackedActMeta* am = a.meta + c0;
+    float* yc = y + c0 * y_stride;
+    for (int h = 0; h < (n_rows > 8 ? 2 : 1); ++h) {
+      const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
+      switch (std::min(kHalfTileTokens, nc - c0)) {
+        case 1:
+          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
+          break;
+        case 2:
+          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
+          break;
+        case 3:
+          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
+          break;
+        default:
+          tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
+          break;
+      }
+    }
   }
 }
 
@@ -269,11 +359,11 @@ void tile_n(int n, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedA
             size_t y_stride, int n_rows, bool prefetch) {
   switch (n) {
     case 1:
-      return tile<K, NH, 1>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
+      return tile<K, NH, 1>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
     case 2:
-      return tile<K, NH, 2>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
+      return tile<K, NH, 2>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
     default:
-      return tile<K, NH, 3>(w, nb, aq, am, y, y_stride, n_rows, prefetch);
+      return tile<K, NH, 3>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
   }
 }
 
@@ -282,6 +372,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
                   int n_rows) {
   if constexpr (kHalfScaled<K>) {
     if (nc > kTileTokens) return half_panel_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
+  } else {
+    if (nc > 1) return one_half_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
   }
   for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
     const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
@@ -297,6 +389,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                          float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
+  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K),
+               "AVX-VNNI packed kernels take kPackedSuperSums activations for Q4_K and Q5_K only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }

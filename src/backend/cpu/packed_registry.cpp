@@ -7,7 +7,7 @@ namespace {
 constexpr PackedKernelSet kScalar{IsaLevel::Scalar, quantize_packed_act_scalar, packed_gemm_scalar, false};
 #if defined(__x86_64__)
 constexpr PackedKernelSet kAvx2{IsaLevel::Avx2, quantize_packed_act_avx2, packed_gemm_avx2, true};
-constexpr PackedKernelSet kAvxVnni{IsaLevel::AvxVnni, quantize_packed_act_avx2, packed_gemm_avxvnni, false};
+constexpr PackedKernelSet kAvxVnni{IsaLevel::AvxVnni, quantize_packed_act_avx2, packed_gemm_avxvnni, true};
 constexpr PackedKernelSet kAvx512{IsaLevel::Avx512, quantize_packed_act_avx512, packed_gemm_avx512, false};
 constexpr PackedKernelSet kAmx{IsaLevel::Amx, quantize_packed_act_avx512, packed_gemm_amx, false};
 #elif defined(__aarch64__)

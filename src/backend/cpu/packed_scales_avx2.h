@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
 
 namespace strata::cpu::packed {
@@ -36,6 +37,40 @@ static inline __m256 min_of(const uint8_t* w, int j, int h) {
     return _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * h)),
                          u8x8_to_ps(w + kQ4kMOffset + 16 * j + 8 * h));
   return half_to_ps(w + 32 + 16 * h);
+}
+
+// The rows' mins of sub-blocks 2p and 2p + 1 (half h) of a Q4_K / Q5_K super-block as int16
+// pairs: lane r holds m[2p][r] and m[2p + 1][r], the vpmaddwd partner of the activation's pair
+// sums (kPackedSuperSums).
+static inline __m256i min_pairs(const uint8_t* w, int p, int h) {
+  const __m128i m0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 8 * h));
+  const __m128i m1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kMOffset + 32 * p + 16 + 8 * h));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
+}
+
+// The end of a Q4_K / Q5_K super-block (stored at w) for half h and NC tokens with
+// kPackedSuperSums activations (am: token 0's meta of sub-block 0): acc[c] holds the exact
+// sum over the sub-blocks of sc * (u . a); the mins' sum of m * sum(a) is formed here (vpmaddwd
+// of min_pairs by the pair sums), and both are scaled once, by d * d_a and -dmin * d_a.
+template <int NC>
+static inline void k_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
+                                    const PackedActMeta* am) {
+  const __m256i m0 = min_pairs(w, 0, h), m1 = min_pairs(w, 1, h);
+  const __m256i m2 = min_pairs(w, 2, h), m3 = min_pairs(w, 3, h);
+  const __m256 d = half_to_ps(w + 16 * h);
+  const __m256 mdmin = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * h));
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const PackedActMeta* m = am + c;  // sub-block 2p's meta at m[2p * kPackCols]
+    const __m256i s01 = _mm256_add_epi32(_mm256_madd_epi16(m0, _mm256_set1_epi32(m[0].extra)),
+                                         _mm256_madd_epi16(m1, _mm256_set1_epi32(m[2 * kPackCols].extra)));
+    const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(m2, _mm256_set1_epi32(m[4 * kPackCols].extra)),
+                                         _mm256_madd_epi16(m3, _mm256_set1_epi32(m[6 * kPackCols].extra)));
+    const __m256 da = _mm256_set1_ps(m[0].d);
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, da), accf[c]);
+    accf[c] =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)), _mm256_mul_ps(mdmin, da), accf[c]);
+  }
 }
 
 }  // namespace strata::cpu::packed
