@@ -424,29 +424,10 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
   thread_local HalfPanel panel;
   const int n_halves = n_rows > 8 ? 2 : 1;
   panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
-  constexpr int T = kTileTokens<K>;
-  static_assert(T == 4);
-  for (int c0 = 0; c0 < nc; c0 += T) {
-    const int8_t* aq = a.qs + 32 * c0;
-    const PackedActMeta* am = a.meta + c0;
-    float* yc = y + c0 * y_stride;
-    for (int h = 0; h < n_halves; ++h) {
-      switch (std::min(T, nc - c0)) {
-        case 1:
-          panel_tile<K, 1>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        case 2:
-          panel_tile<K, 2>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        case 3:
-          panel_tile<K, 3>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        default:
-          panel_tile<K, 4>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-      }
-    }
-  }
+  for_each_token_tile<kTileTokens<K>>(nc, n_halves, [&](auto n, int c0, int h) {
+    panel_tile<K, decltype(n)::value>(panel, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride,
+                                      n_rows);
+  });
 }
 
 // One group x nc tokens: decode (one token) does both halves in one pass; otherwise each half
@@ -462,33 +443,14 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
       tile<K, 1, 1>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows, true);
     return;
   }
-  constexpr int T = kTileTokens<K>;
   if constexpr (kHalfScaled<K>) {
-    if (nc > T) return half_panel_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
+    if (nc > kTileTokens<K>) return half_panel_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
   }
-  for (int c0 = 0; c0 < nc; c0 += T) {
-    const int n = nc - c0 < T ? nc - c0 : T;
-    const int8_t* aq = a.qs + 32 * c0;
-    const PackedActMeta* am = a.meta + c0;
-    float* yc = y + c0 * y_stride;
-    for (int h = 0; h < n_halves; ++h) {
-      const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
-      switch (n) {
-        case 1:
-          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        case 2:
-          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        case 3:
-          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        default:
-          if constexpr (T >= 4) tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-      }
-    }
-  }
+  for_each_token_tile<kTileTokens<K>>(nc, n_halves, [&](auto n, int c0, int h) {
+    const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
+    tile<K, 1, decltype(n)::value>(w, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride, n_rows,
+                                   first);
+  });
 }
 
 }  // namespace

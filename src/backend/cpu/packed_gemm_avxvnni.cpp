@@ -304,54 +304,20 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
   thread_local HalfPanel panel;
   const int n_halves = n_rows > 8 ? 2 : 1;
   panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
-  for (int c0 = 0; c0 < nc; c0 += kHalfTileTokens) {
-    const int8_t* aq = a.qs + 32 * c0;
-    const PackedActMeta* am = a.meta + c0;
-    float* yc = y + c0 * y_stride;
-    for (int h = 0; h < n_halves; ++h) {
-      switch (std::min(kHalfTileTokens, nc - c0)) {
-        case 1:
-          panel_tile<K, 1>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        case 2:
-          panel_tile<K, 2>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        case 3:
-          panel_tile<K, 3>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-        default:
-          panel_tile<K, 4>(panel, nb, aq, am, h, yc, y_stride, n_rows);
-          break;
-      }
-    }
-  }
+  for_each_token_tile<kHalfTileTokens>(nc, n_halves, [&](auto n, int c0, int h) {
+    panel_tile<K, decltype(n)::value>(panel, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride,
+                                      n_rows);
+  });
 }
 
 template <Kind K>
 void one_half_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
                    int n_rows) {
-  for (int c0 = 0; c0 < nc; c0 += kHalfTileTokens) {
-    const int8_t* aq = a.qs + 32 * c0;
-    const PackedActMeta* am = a.meta + c0;
-    float* yc = y + c0 * y_stride;
-    for (int h = 0; h < (n_rows > 8 ? 2 : 1); ++h) {
-      const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
-      switch (std::min(kHalfTileTokens, nc - c0)) {
-        case 1:
-          tile<K, 1, 1>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        case 2:
-          tile<K, 1, 2>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        case 3:
-          tile<K, 1, 3>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-        default:
-          tile<K, 1, 4>(w, nb, aq, am, h, yc, y_stride, n_rows, first);
-          break;
-      }
-    }
-  }
+  for_each_token_tile<kHalfTileTokens>(nc, n_rows > 8 ? 2 : 1, [&](auto n, int c0, int h) {
+    const bool first = c0 == 0 && h == 0;  // the pass that brings the group in
+    tile<K, 1, decltype(n)::value>(w, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride, n_rows,
+                                   first);
+  });
 }
 
 template <Kind K, int NH>

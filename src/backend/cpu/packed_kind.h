@@ -108,6 +108,22 @@ static inline void prefetch_share(const uint8_t* ahead, int j) {
   for (size_t off = 0; off < kShare; off += 64) __builtin_prefetch(p + off, 0, 3);
 }
 
+// Calls f(std::integral_constant<int, N>{}, c0, h) for the register tiles of one group and nc
+// tokens: tiles of T tokens (N = T, the last one N = nc - c0) outer, row halves h < n_halves
+// inner, so that a tile's weights are still in L1 when the next half or tile comes to them.
+template <int T, int N = 1, class F>
+static inline void call_tile(int n, int c0, int h, F& f) {
+  if constexpr (N < T) {
+    if (n != N) return call_tile<T, N + 1>(n, c0, h, f);
+  }
+  f(std::integral_constant<int, N>{}, c0, h);
+}
+template <int T, class F>
+static inline void for_each_token_tile(int nc, int n_halves, F&& f) {
+  for (int c0 = 0; c0 < nc; c0 += T)
+    for (int h = 0; h < n_halves; ++h) call_tile<T>(nc - c0 < T ? nc - c0 : T, c0, h, f);
+}
+
 // Calls f(std::integral_constant<Kind, K>{}) for type's kind K. `static`: each ISA translation
 // unit keeps its own instantiations (DEVELOPERS.md on ISA-specific files).
 template <class F>
