@@ -27,12 +27,15 @@ constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, Tensor
                                       TensorType::Q6_K, TensorType::Q3_K, TensorType::Q2_K};
 
 bool has_super_sums(TensorType type) {
-  return type == TensorType::Q4_K || type == TensorType::Q5_K;
+  return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K;
+}
+int super_mode(TensorType type) {
+  return type == TensorType::Q6_K ? kPackedSuperHalfSums : kPackedSuperSums;
 }
 
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
 // activation rows (the reference) and as one packed activation tile, quantized per 32 or, with
-// super_sums (Q4_K, Q5_K), as kPackedSuperSums.
+// super_sums (Q4_K, Q5_K, Q6_K), with one scale per super-block (super_mode).
 struct Problem {
   TensorType type, act_type;
   int64_t n_in, n_out, n_groups;
@@ -63,7 +66,7 @@ struct Problem {
       testing::quantize_packed_act_row(type, x.data() + c * n_in,
                                        act_rows.data() + c * row_bytes(act_type, n_in), n_in, super_sums);
       quantize_packed_act_scalar(x.data() + c * n_in, nb(),
-                                 super_sums ? kPackedSuperSums : packed_zero_point(type),
+                                 super_sums ? super_mode(type) : packed_zero_point(type),
                                  act_qs.data() + c * 32, kPackCols * 32, act_meta.data() + c, kPackCols);
     }
   }
@@ -156,6 +159,19 @@ TEST(PackedSuperBlocks, SuperSumsQuantizerFollowsItsDefinition) {
     }
   }
   EXPECT_EQ(qs[32], 0x55);  // the gaps between strided blocks untouched
+  // kPackedSuperHalfSums: the same quants and d, each block's extra its own half sums.
+  std::vector<int8_t> qs_h(qs.size(), 0x55);
+  std::vector<PackedActMeta> meta_h(meta.size());
+  quantize_packed_act_scalar(x.data(), nb, kPackedSuperHalfSums, qs_h.data(), 40, meta_h.data(), 2);
+  EXPECT_EQ(qs_h, qs);
+  for (int64_t b = 0; b < nb; ++b) {
+    int half[2] = {};
+    for (int e = 0; e < 32; ++e) half[e / 16] += qs[static_cast<size_t>(b * 40 + e)];
+    const PackedActMeta& m = meta_h[static_cast<size_t>(b * 2)];
+    EXPECT_EQ(m.d, meta[static_cast<size_t>(b * 2)].d);
+    EXPECT_EQ(half_sum(m.extra, 0), half[0]) << "block " << b;
+    EXPECT_EQ(half_sum(m.extra, 1), half[1]) << "block " << b;
+  }
 }
 
 struct SuperCase {
@@ -170,7 +186,7 @@ class PackedSuperLevel : public ::testing::TestWithParam<SuperCase> {
   }
   TensorType type() const { return GetParam().type; }
   const PackedKernelSet& kernels() const { return packed_kernels(GetParam().isa); }
-  bool super_sums() const { return packed_act_mode(type(), kernels()) == kPackedSuperSums; }
+  bool super_sums() const { return is_super_act_mode(packed_act_mode(type(), kernels())); }
 };
 
 // Every token count 1..12 and row count 1..16, unaligned weights, activations and outputs;

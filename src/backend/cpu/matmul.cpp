@@ -233,7 +233,7 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   auto* act_qs = reinterpret_cast<int8_t*>(buf);
   auto* act_meta = reinterpret_cast<PackedActMeta*>(buf + static_cast<size_t>(n_tiles) * tile_qs);
   const int act_mode = packed_act_mode(w.type(), kernels);
-  const bool super_sums = act_mode == kPackedSuperSums;
+  const bool super_sums = is_super_act_mode(act_mode);
   const int64_t unit = super_sums ? 8 : 1;  // blocks quantized together: a super-block shares d
 
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;

@@ -59,7 +59,8 @@ int half_scaled_quant(const uint8_t* qs, int r, int e) {
 // 16-column half the integer sum of (u - zero point) * a with scale d * sc; Q2_K: per half the sum
 // of u * a with scale d * scale, minus dmin * min * d_a * the activation's half sum. (Not the row
 // kernels': those quantize activations per 256 as Q8_K.) Q4_K, Q5_K with kPackedSuperSums
-// activations: the super-block's integer sums of sc * (u . a) and m * sum(a), scaled once.
+// activations: the super-block's integer sums of sc * (u . a) and m * sum(a), scaled once; Q6_K
+// with kPackedSuperHalfSums: its integer sum of sc * ((u - 32) . a), scaled once.
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                               size_t y_stride, int n_rows) {
@@ -100,6 +101,14 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
             for (int e = 16 * hh; e < 16 * hh + 16; ++e)
               sumh += (half_scaled_quant<K>(qs, r, e) - kHalfZeroPoint<K>)*aq[e];
             const uint8_t sc = sup[kHalfScOffset<K> + 16 * (2 * j + hh) + r];
+            if (a.super_sums) {  // Q6_K: d * d_a * sum(sc * sumh), per 256
+              sup_sum += static_cast<int8_t>(sc) * sumh;
+              if (j == kSubBlocks<K> - 1 && hh == 1) {
+                sum += d * am.d * static_cast<float>(sup_sum);
+                sup_sum = 0;
+              }
+              continue;
+            }
             if constexpr (K == Kind::Q2_K) {  // d * scale * u - dmin * min
               const float dmin = fp16_to_f32(load_fp16(sup + kQ2kDminOffset + r * sizeof(fp16_t)));
               sum += static_cast<float>(sumh) * (d * static_cast<float>(sc & 0x0f)) * am.d;
@@ -119,9 +128,10 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
     }
 }
 
-// kPackedSuperSums: one d per 8 blocks, each block's quant sum in its pair's int16 halves.
-void quantize_super_sums_scalar(const float* x, int64_t n_blocks, int8_t* qs, size_t qs_block_stride,
-                                PackedActMeta* meta, size_t meta_block_stride) {
+// kPackedSuperSums: one d per 8 blocks, each block's quant sum in its pair's int16 halves;
+// kPackedSuperHalfSums: the same d, each block's half sums.
+void quantize_super_sums_scalar(const float* x, int64_t n_blocks, int mode, int8_t* qs,
+                                size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
   STRATA_CHECK(n_blocks % 8 == 0, "super-block activations take whole super-blocks, not ", n_blocks,
                " blocks");
   for (int64_t s = 0; s < n_blocks; s += 8, x += 256) {
@@ -129,16 +139,19 @@ void quantize_super_sums_scalar(const float* x, int64_t n_blocks, int8_t* qs, si
     for (int i = 0; i < 256; ++i) amax = std::fmax(amax, std::fabs(x[i]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    int sums[8] = {};
+    int sums[8] = {}, half[8][2] = {};
     for (int j = 0; j < 8; ++j) {
       int8_t* q = qs + static_cast<size_t>(s + j) * qs_block_stride;
       for (int e = 0; e < 32; ++e) {
         q[e] = static_cast<int8_t>(std::nearbyint(x[32 * j + e] * id));
-        sums[j] += q[e];
+        half[j][e / 16] += q[e];
       }
+      sums[j] = half[j][0] + half[j][1];
     }
     for (int j = 0; j < 8; ++j)
-      meta[static_cast<size_t>(s + j) * meta_block_stride] = {d, pack_half_sums(sums[j & ~1], sums[j | 1])};
+      meta[static_cast<size_t>(s + j) * meta_block_stride] = {
+          d, mode == kPackedSuperHalfSums ? pack_half_sums(half[j][0], half[j][1])
+                                          : pack_half_sums(sums[j & ~1], sums[j | 1])};
   }
 }
 
@@ -146,8 +159,8 @@ void quantize_super_sums_scalar(const float* x, int64_t n_blocks, int8_t* qs, si
 
 void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                 size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
-  if (zero_point == kPackedSuperSums)
-    return quantize_super_sums_scalar(x, n_blocks, qs, qs_block_stride, meta, meta_block_stride);
+  if (is_super_act_mode(zero_point))
+    return quantize_super_sums_scalar(x, n_blocks, zero_point, qs, qs_block_stride, meta, meta_block_stride);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* xb = x + b * 32;
     int8_t* q = qs + static_cast<size_t>(b) * qs_block_stride;
@@ -173,7 +186,8 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K);
+  STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K ||
+               type == TensorType::Q6_K);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q5_K)

@@ -257,6 +257,55 @@ static inline void half_products(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m
   }
 }
 
+// Q6_K with kPackedSuperHalfSums activations, element half HH of a sub-block for one row half and
+// NC tokens: the int16 pair sums of two chunks at a time (|s| <= 2 * 2 * 63 * 127) times the
+// half's signed scale (scp, q6k_scale_pairs) added to acc in int32. With q6k_zero_point per
+// sub-block, acc is the exact sum of sc * (u - 32) * a: |acc| < 256 * 63 * 128 * 127 * 1.5 < 2^31.
+template <int HH, int NC>
+static inline void q6k_half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3,
+                                  __m256i scp, const int8_t* aq) {
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const int8_t* a = aq + 32 * c + 16 * HH;
+    const __m256i s01 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
+    const __m256i s23 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+    acc[c] =
+        _mm256_add_epi32(acc[c], _mm256_add_epi32(_mm256_madd_epi16(s01, scp), _mm256_madd_epi16(s23, scp)));
+  }
+}
+
+// Q6_K over one super-block with kPackedSuperHalfSums activations (one d_a per 256), row halves
+// h0..h0+NH-1, decoding its quants: the integer sums of its 8 sub-blocks, then the float steps once.
+template <int NH, int NC>
+static inline void q6k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
+                                   const PackedActMeta* am, bool prefetch) {
+  constexpr Kind K = Kind::Q6_K;
+  __m256i acc[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+  for (int j = 0; j < kSubBlocks<K>; ++j) {
+    if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
+    const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+    const int8_t* aj = aq + j * kPackCols * 32;
+#pragma GCC unroll 2
+    for (int h = h0; h < h0 + NH; ++h) {
+      q6k_half_super<0, NC>(acc[h - h0], half_quants<K, 0, 0>(qs, h), half_quants<K, 1, 0>(qs, h),
+                            half_quants<K, 2, 0>(qs, h), half_quants<K, 3, 0>(qs, h),
+                            q6k_scale_pairs(w, j, 0, h), aj);
+      q6k_half_super<1, NC>(acc[h - h0], half_quants<K, 0, 1>(qs, h), half_quants<K, 1, 1>(qs, h),
+                            half_quants<K, 2, 1>(qs, h), half_quants<K, 3, 1>(qs, h),
+                            q6k_scale_pairs(w, j, 1, h), aj);
+      q6k_zero_point<NC>(acc[h - h0], q6k_zero_point_pairs(w, j, h), am + j * kPackCols);
+    }
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) q6k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
+}
+
 // half_products of sub-block j's element half HH for row halves h0..h0+NH-1, decoding its quants.
 template <Kind K, int HH, int NH, int NC>
 static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
@@ -318,8 +367,11 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (kKScaleMin<K>) {
-      k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+    if constexpr (kKScaleMin<K> || K == Kind::Q6_K) {
+      if constexpr (K == Kind::Q6_K)
+        q6k_super_block<NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+      else
+        k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
       continue;
@@ -402,12 +454,32 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 // tile_body of a half-scaled kind for row half h and NC tokens over a decoded panel: the same
 // integer sums and float steps in the same order, so the same bits.
 template <Kind K, int NC>
-[[gnu::optimize("no-tree-ter")]] void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq,
-                                                 const PackedActMeta* am, int h, float* y, size_t y_stride,
-                                                 int n_rows) {
+[[gnu::optimize("no-tree-ter")]] void panel_tile(const HalfPanel& p, const uint8_t* w, int64_t nb,
+                                                 const int8_t* aq, const PackedActMeta* am, int h, float* y,
+                                                 size_t y_stride, int n_rows) {
   __m256 accf[1][NC];
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
+  if constexpr (K == Kind::Q6_K) {  // q6k_super_block's integer sums and float steps
+    for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
+      __m256i acc[NC];
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
+      for (int j = 0; j < kSubBlocks<K>; ++j) {
+        const int64_t s = b + j;
+        const int8_t* aj = aq + j * kPackCols * 32;
+        q6k_half_super<0, NC>(acc, p.quants(s, 0, 0, h), p.quants(s, 0, 1, h), p.quants(s, 0, 2, h),
+                              p.quants(s, 0, 3, h), q6k_scale_pairs(w, j, 0, h), aj);
+        q6k_half_super<1, NC>(acc, p.quants(s, 1, 0, h), p.quants(s, 1, 1, h), p.quants(s, 1, 2, h),
+                              p.quants(s, 1, 3, h), q6k_scale_pairs(w, j, 1, h), aj);
+        q6k_zero_point<NC>(acc, q6k_zero_point_pairs(w, j, h), am + j * kPackCols);
+      }
+      q6k_super_epilogue<NC>(accf[0], acc, w, h, am);
+      aq += kSubBlocks<K> * kPackCols * 32;
+      am += kSubBlocks<K> * kPackCols;
+    }
+    return store_tile<1, NC>(accf, h, y, y_stride, n_rows);
+  }
   for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
     half_products<K, 0, NC>(accf[0], p.quants(s, 0, 0, h), p.quants(s, 0, 1, h), p.quants(s, 0, 2, h),
                             p.quants(s, 0, 3, h), p.dw(s, 0, h), p.mw(s, 0, h), aq, am);
@@ -425,8 +497,8 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
   const int n_halves = n_rows > 8 ? 2 : 1;
   panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
   for_each_token_tile<kTileTokens<K>>(nc, n_halves, [&](auto n, int c0, int h) {
-    panel_tile<K, decltype(n)::value>(panel, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride,
-                                      n_rows);
+    panel_tile<K, decltype(n)::value>(panel, w, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride,
+                                      y_stride, n_rows);
   });
 }
 
@@ -458,8 +530,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K),
-               "AVX2 packed kernels take kPackedSuperSums activations for Q4_K and Q5_K only");
+  STRATA_CHECK(
+      a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K),
+      "AVX2 packed kernels take super-block activations for Q4_K, Q5_K and Q6_K only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
@@ -491,20 +564,22 @@ inline __m256 abs_max(const float* x, int n, __m256 amax) {
 
 void quantize_packed_act_avx2(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                               size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
-  if (zero_point == kPackedSuperSums) {  // one d per super-block, as the scalar quantizer
+  if (is_super_act_mode(zero_point)) {  // one d per super-block, as the scalar quantizer
     STRATA_CHECK(n_blocks % 8 == 0, "super-block activations take whole super-blocks, not ", n_blocks,
                  " blocks");
     for (int64_t s = 0; s < n_blocks; s += 8, x += 256) {
       const float d = hmax_f32x8(abs_max(x, 256, _mm256_setzero_ps())) / 127.0f;
       const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-      int sums[8];
+      int sums[8], halves[8];
       for (int j = 0; j < 8; ++j) {
         const auto [lo, hi] =
             quantize_block(x + 32 * j, id, qs + static_cast<size_t>(s + j) * qs_block_stride);
         sums[j] = lo + hi;
+        halves[j] = pack_half_sums(lo, hi);
       }
       for (int j = 0; j < 8; ++j)
-        meta[static_cast<size_t>(s + j) * meta_block_stride] = {d, pack_half_sums(sums[j & ~1], sums[j | 1])};
+        meta[static_cast<size_t>(s + j) * meta_block_stride] = {
+            d, zero_point == kPackedSuperHalfSums ? halves[j] : pack_half_sums(sums[j & ~1], sums[j | 1])};
     }
     return;
   }

@@ -91,6 +91,13 @@ constexpr int kPackedHalfSums = -1;
 // rounded) and the quant sums of its sub-block pair (pair_sum). The quantizer is then given
 // whole super-blocks (n_blocks a multiple of 8, x at a super-block's start).
 constexpr int kPackedSuperSums = -2;
+// Q6_K at the same levels: one scale per super-block as kPackedSuperSums, each block's extra its
+// half sums (as kPackedHalfSums), from which the kernels remove the 32 of every 16-column half.
+constexpr int kPackedSuperHalfSums = -3;
+// Whether the activations of a mode carry one scale per 256-column super-block.
+constexpr bool is_super_act_mode(int mode) {
+  return mode == kPackedSuperSums || mode == kPackedSuperHalfSums;
+}
 
 // Writes group g of src ([n_out] rows of type, nb 32-column blocks each, src_row_stride bytes
 // apart) into dst ([nb] packed blocks), zero rows past n_out.
@@ -105,7 +112,8 @@ struct PackedActMeta {
                   // zero_point == 0 (Q4_1/Q5_1/Q4_K/Q5_K): the bits of float fp16(d * sum(q)), Q8_1's s;
                   // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above;
                   // kPackedSuperSums: sub-block j's is sum(q) of sub-block j & ~1 in the low 16 bits,
-                  // of j | 1 above (an int16 pair, the vpmaddwd operand of the mins)
+                  // of j | 1 above (an int16 pair, the vpmaddwd operand of the mins);
+                  // kPackedSuperHalfSums: as kPackedHalfSums
 };
 static_assert(sizeof(PackedActMeta) == 8);
 
@@ -137,7 +145,8 @@ constexpr int32_t half_sum_bias(int32_t extra, int hh, int zero_point) {
 struct PackedActTile {
   const int8_t* qs;           // [nb, kPackCols, 32]
   const PackedActMeta* meta;  // [nb, kPackCols]
-  bool super_sums = false;    // quantized as kPackedSuperSums (Q4_K, Q5_K where the set asks)
+  bool super_sums = false;    // one scale per super-block (is_super_act_mode: Q4_K, Q5_K, Q6_K
+                              // where the set asks)
 };
 
 // x: [n_blocks * 32] f32 of one token -> its slots: block b's quants at qs + b * qs_block_stride,
@@ -189,10 +198,11 @@ struct PackedKernelSet {
   IsaLevel level;
   PackedActQuantizer quantize;
   PackedGemmFn gemm;
-  bool superblock_act;  // Q4_K and Q5_K take kPackedSuperSums activations (the gemm requires them)
+  bool superblock_act;  // Q4_K and Q5_K take kPackedSuperSums activations, Q6_K
+                        // kPackedSuperHalfSums (the gemm requires them)
 };
 // The activation mode the set's quantizer is given for a type: packed_zero_point(type), or
-// kPackedSuperSums where the set asks for it.
+// kPackedSuperSums / kPackedSuperHalfSums where the set asks for them.
 int packed_act_mode(TensorType type, const PackedKernelSet& set);
 // The set for `isa`: its own level's, else the first one below it on its chain that the CPU
 // supports (the scalar set at the bottom).

@@ -21,6 +21,7 @@ constexpr PackedKernelSet kI8mm{IsaLevel::NeonI8mm, quantize_packed_act_neon, pa
 
 int packed_act_mode(TensorType type, const PackedKernelSet& set) {
   if (set.superblock_act && (type == TensorType::Q4_K || type == TensorType::Q5_K)) return kPackedSuperSums;
+  if (set.superblock_act && type == TensorType::Q6_K) return kPackedSuperHalfSums;
   return packed_zero_point(type);
 }
 
