@@ -199,79 +199,6 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
   for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
-// Q6_K with kPackedSuperHalfSums activations, element half HH of a sub-block for one row half and
-// NC tokens: the exact vpdpbusd sums of u * a over the half (<= 16 * 63 * 127) times the half's
-// signed scale (vpmulld) added to acc; with q6k_zero_point per sub-block, acc is the exact sum of
-// sc * (u - 32) * a over the super-block.
-template <int HH, int NC>
-static inline void q6k_half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3,
-                                  const uint8_t* sc8, const int8_t* aq) {
-  __m256i s[NC];
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c) s[c] = _mm256_setzero_si256();
-  dot4<NC>(s, u0, aq, 4 * HH);
-  dot4<NC>(s, u1, aq, 4 * HH + 1);
-  dot4<NC>(s, u2, aq, 4 * HH + 2);
-  dot4<NC>(s, u3, aq, 4 * HH + 3);
-  const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8)));
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], _mm256_mullo_epi32(s[c], sc));
-}
-
-// Q6_K's sub-block j (stored super-block w) for row half h and NC tokens, its quants q(HH, C).
-template <int NC, class Quants>
-static inline void q6k_sub_super(__m256i (&acc)[NC], const Quants& q, const uint8_t* w, int j, int h,
-                                 const int8_t* aj, const PackedActMeta* mj) {
-  const uint8_t* sc = w + kQ6kScOffset + 16 * (2 * j) + 8 * h;
-  q6k_half_super<0, NC>(acc, q(0, 0), q(0, 1), q(0, 2), q(0, 3), sc, aj);
-  q6k_half_super<1, NC>(acc, q(1, 0), q(1, 1), q(1, 2), q(1, 3), sc + 16, aj);
-  q6k_zero_point<NC>(acc, q6k_zero_point_pairs(w, j, h), mj);
-}
-
-// Q6_K over one super-block with kPackedSuperHalfSums activations, row halves h0..h0+NH-1,
-// decoding its quants: the integer sums of its 8 sub-blocks, then the float steps once.
-template <int NH, int NC>
-static inline void q6k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
-                                   const PackedActMeta* am, bool prefetch) {
-  constexpr Kind K = Kind::Q6_K;
-  __m256i acc[NH][NC];
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
-  for (int j = 0; j < kSubBlocks<K>; ++j) {
-    if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-    const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-#pragma GCC unroll 2
-    for (int i = 0; i < NH; ++i) {
-      const int h = h0 + i;
-      const auto q = [&](int hh, int c) {
-        switch (4 * hh + c) {
-          case 0:
-            return half_quants<K, 0, 0>(qs, h);
-          case 1:
-            return half_quants<K, 1, 0>(qs, h);
-          case 2:
-            return half_quants<K, 2, 0>(qs, h);
-          case 3:
-            return half_quants<K, 3, 0>(qs, h);
-          case 4:
-            return half_quants<K, 0, 1>(qs, h);
-          case 5:
-            return half_quants<K, 1, 1>(qs, h);
-          case 6:
-            return half_quants<K, 2, 1>(qs, h);
-          default:
-            return half_quants<K, 3, 1>(qs, h);
-        }
-      };
-      q6k_sub_super<NC>(acc[i], q, w, j, h, aq + j * kPackCols * 32, am + j * kPackCols);
-    }
-  }
-#pragma GCC unroll 2
-  for (int i = 0; i < NH; ++i) q6k_super_epilogue<NC>(accf[i], acc[i], w, h0 + i, am);
-}
-
 // y[c * y_stride + r] = accf[h][c] for the rows of halves 0..NH-1 below n_rows.
 template <int NH, int NC>
 static inline void store_tile(const __m256 (&accf)[NH][NC], float* y, size_t y_stride, int n_rows) {
@@ -293,12 +220,6 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (K == Kind::Q6_K) {
-      q6k_super_block<NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
-      aq += kSubBlocks<K> * kPackCols * 32;
-      am += kSubBlocks<K> * kPackCols;
-      continue;
-    }
     if constexpr (kKScaleMin<K>) {
       k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
@@ -363,29 +284,14 @@ constexpr int kHalfTileTokens = 4;
 // budget of one_half_gemm's tiles): the same integer sums and float steps in the same order as
 // tile(), so the same bits.
 template <Kind K, int NC>
-void panel_tile(const HalfPanel& p, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am,
-                int h, float* y, size_t y_stride, int n_rows) {
+void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h, float* y,
+                size_t y_stride, int n_rows) {
   __m256 accf[1][NC];
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
-  if constexpr (K == Kind::Q6_K) {  // q6k_super_block's integer sums and float steps
-    for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-      __m256i acc[NC];
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
-      for (int j = 0; j < kSubBlocks<K>; ++j) {
-        const auto q = [&](int hh, int c) { return p.quants(b + j, hh, c, h); };
-        q6k_sub_super<NC>(acc, q, w, j, h, aq + j * kPackCols * 32, am + j * kPackCols);
-      }
-      q6k_super_epilogue<NC>(accf[0], acc, w, h, am);
-      aq += kSubBlocks<K> * kPackCols * 32;
-      am += kSubBlocks<K> * kPackCols;
-    }
-  } else {
-    for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
-      panel_half_sums<K, 0, 1, NC>(accf, p, s, h, aq, am);
-      panel_half_sums<K, 1, 1, NC>(accf, p, s, h, aq, am);
-    }
+  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
+    panel_half_sums<K, 0, 1, NC>(accf, p, s, h, aq, am);
+    panel_half_sums<K, 1, 1, NC>(accf, p, s, h, aq, am);
   }
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) store_rows8(y + c * y_stride + 8 * h, accf[0][c], n_rows - 8 * h);
@@ -399,8 +305,8 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
   const int n_halves = n_rows > 8 ? 2 : 1;
   panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
   for_each_token_tile<kHalfTileTokens>(nc, n_halves, [&](auto n, int c0, int h) {
-    panel_tile<K, decltype(n)::value>(panel, w, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride,
-                                      y_stride, n_rows);
+    panel_tile<K, decltype(n)::value>(panel, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride,
+                                      n_rows);
   });
 }
 
@@ -449,9 +355,8 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avxvnni(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                          float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(
-      a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K),
-      "AVX-VNNI packed kernels take super-block activations for Q4_K, Q5_K and Q6_K only");
+  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K),
+               "AVX-VNNI packed kernels take kPackedSuperSums activations for Q4_K and Q5_K only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }

@@ -65,41 +65,6 @@ static inline void half_factors(const uint8_t* w, int j, int h, __m256& dw, __m2
   }
 }
 
-// Q6_K with kPackedSuperHalfSums activations. The signed scales of element half HH of sub-block
-// j, row half h, as vpmaddwd factors: row r's in int16 lanes 2r and 2r + 1.
-static inline __m256i q6k_scale_pairs(const uint8_t* w, int j, int hh, int h) {
-  const __m128i sc8 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j + hh) + 8 * h));
-  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8));
-}
-// Both halves' scales times 32, row r's in int16 lanes 2r (half 0) and 2r + 1 (half 1): vpmaddwd by
-// the activation's half sums gives 32 * (sc_0 * sum(a_0) + sc_1 * sum(a_1)), which removes the
-// zero point of u - 32 (|32 sc| <= 4096 fits int16).
-static inline __m256i q6k_zero_point_pairs(const uint8_t* w, int j, int h) {
-  const __m128i s0 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j) + 8 * h));
-  const __m128i s1 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j + 1) + 8 * h));
-  return _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), 5);
-}
-// acc[c] -= 32 * (sc_0 * sum(a_0) + sc_1 * sum(a_1)) of one sub-block (am: token 0's meta).
-template <int NC>
-static inline void q6k_zero_point(__m256i (&acc)[NC], __m256i zp32, const PackedActMeta* am) {
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c)
-    acc[c] = _mm256_sub_epi32(acc[c], _mm256_madd_epi16(zp32, _mm256_set1_epi32(am[c].extra)));
-}
-// The end of a Q6_K super-block for row half h: acc[c], the exact sum of sc * (u - 32) * a over its
-// 256 columns, scaled once by d * d_a (am: token 0's meta of sub-block 0).
-template <int NC>
-static inline void q6k_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
-                                      const PackedActMeta* am) {
-  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * h)));
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c)
-    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)), accf[c]);
-}
-
 // A group's half-scaled quants decoded once per kernel call of more than one register tile: the
 // tiles then load them instead of decoding each chunk again (six to seven operations a chunk for
 // Q6_K: a third of its prefill time on AVX2 at 4 tokens a tile). Per 32-column sub-block s, row

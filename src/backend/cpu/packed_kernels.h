@@ -84,14 +84,14 @@ size_t packed_block_bytes(TensorType type);
 // 16-column half).
 int packed_zero_point(TensorType type);
 constexpr int kPackedHalfSums = -1;
-// Q4_K and Q5_K at the levels whose set asks for it (PackedKernelSet::superblock_act): one scale
+// Q4_K and Q5_K at the levels whose set asks for it (PackedKernelSet::act_mode): one scale
 // per 256-column super-block, so a kernel keeps a super-block's integer sums (its 8 sub-blocks'
 // scaled sums and its min sums) in int32 and scales them once per 256 columns instead of per 32,
 // as llama.cpp's Q8_K does. Every sub-block's meta carries the super-block's d (a float, not
 // rounded) and the quant sums of its sub-block pair (pair_sum). The quantizer is then given
 // whole super-blocks (n_blocks a multiple of 8, x at a super-block's start).
 constexpr int kPackedSuperSums = -2;
-// Q6_K at the same levels: one scale per super-block as kPackedSuperSums, each block's extra its
+// Q6_K where the set asks for it: one scale per super-block as kPackedSuperSums, each block's extra its
 // half sums (as kPackedHalfSums), from which the kernels remove the 32 of every 16-column half.
 constexpr int kPackedSuperHalfSums = -3;
 // Whether the activations of a mode carry one scale per 256-column super-block.
@@ -145,8 +145,7 @@ constexpr int32_t half_sum_bias(int32_t extra, int hh, int zero_point) {
 struct PackedActTile {
   const int8_t* qs;           // [nb, kPackCols, 32]
   const PackedActMeta* meta;  // [nb, kPackCols]
-  bool super_sums = false;    // one scale per super-block (is_super_act_mode: Q4_K, Q5_K, Q6_K
-                              // where the set asks)
+  bool super_sums = false;    // one scale per super-block (is_super_act_mode(set.act_mode(type)))
 };
 
 // x: [n_blocks * 32] f32 of one token -> its slots: block b's quants at qs + b * qs_block_stride,
@@ -198,12 +197,14 @@ struct PackedKernelSet {
   IsaLevel level;
   PackedActQuantizer quantize;
   PackedGemmFn gemm;
-  bool superblock_act;  // Q4_K and Q5_K take kPackedSuperSums activations, Q6_K
-                        // kPackedSuperHalfSums (the gemm requires them)
+  // The activation mode its quantizer is given for a type, which its gemm requires:
+  // packed_zero_point(type), or one scale per super-block (kPackedSuperSums for Q4_K and Q5_K at
+  // AVX2 and AVX-VNNI, kPackedSuperHalfSums for Q6_K at AVX2).
+  int (*act_mode)(TensorType type);
 };
-// The activation mode the set's quantizer is given for a type: packed_zero_point(type), or
-// kPackedSuperSums / kPackedSuperHalfSums where the set asks for them.
-int packed_act_mode(TensorType type, const PackedKernelSet& set);
+inline int packed_act_mode(TensorType type, const PackedKernelSet& set) {
+  return set.act_mode(type);
+}
 // The set for `isa`: its own level's, else the first one below it on its chain that the CPU
 // supports (the scalar set at the bottom).
 const PackedKernelSet& packed_kernels(IsaLevel isa);
