@@ -235,6 +235,7 @@ void matmul_interleaved(ThreadPool& pool, const PackedMatrix& w, const float* x,
   const int act_mode = packed_act_mode(w.type(), kernels);
   const bool super_sums = is_super_act_mode(act_mode);
   const int64_t unit = super_sums ? 8 : 1;  // blocks quantized together: a super-block shares d
+  STRATA_CHECK(nb % unit == 0, "super-block activations for a row of ", n_in, " columns");
 
   const bool serial = w.weight_bytes() * static_cast<size_t>(n_tokens) < kSerialWork;
   const WorkGrid grid =

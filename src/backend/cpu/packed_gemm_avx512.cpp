@@ -252,6 +252,7 @@ void packed_gemm_avx512(TensorType type, const uint8_t* w, int64_t nb, const Pac
 
 void quantize_packed_act_avx512(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                                 size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  STRATA_CHECK(!is_super_act_mode(zero_point), "no super-block activations at this level");
   const __m512 sign_mask = _mm512_set1_ps(-0.0f);
   for (int64_t b = 0; b < n_blocks; ++b, x += 32) {
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);

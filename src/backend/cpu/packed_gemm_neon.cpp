@@ -89,6 +89,7 @@ void packed_gemm_neon(TensorType type, const uint8_t* w, int64_t nb, const Packe
 // (fcvtns), fp16 rounding of d and s.
 void quantize_packed_act_neon(const float* x, int64_t n_blocks, int zero_point, int8_t* qs,
                               size_t qs_block_stride, PackedActMeta* meta, size_t meta_block_stride) {
+  STRATA_CHECK(!is_super_act_mode(zero_point), "no super-block activations at this level");
   for (int64_t b = 0; b < n_blocks; ++b, x += 32) {
     float32x4_t v[8];
     float32x4_t amax = vdupq_n_f32(0.0f);

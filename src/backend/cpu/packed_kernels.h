@@ -51,7 +51,7 @@
 // source's (3360 for 16 x 210), Q2_K's too (1344 for 16 x 84), Q3_K's 3.6% more (1824 for
 // 16 x 110). The super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K and
 // Q5_K, Q8_0-style for the others): one act block per sub-block; at the levels whose set asks for
-// it, Q4_K's and Q5_K's blocks share one scale per super-block (kPackedSuperSums).
+// it, Q4_K's, Q5_K's and Q6_K's blocks share one scale per super-block (is_super_act_mode).
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
@@ -107,7 +107,7 @@ void repack_group(TensorType type, const uint8_t* src, size_t src_row_stride, in
 // Per activation block: what the kernels need beside the quants (8 bytes, so that a tile of 12
 // tokens' quants and metadata stays within L1 while 16 rows of weights pass over it).
 struct PackedActMeta {
-  float d;        // scale, rounded to fp16 as Q8_0's
+  float d;        // scale, rounded to fp16 as Q8_0's (is_super_act_mode: the super-block's, unrounded)
   int32_t extra;  // zero_point > 0: -zero_point * sum(q), the integer accumulator's start value;
                   // zero_point == 0 (Q4_1/Q5_1/Q4_K/Q5_K): the bits of float fp16(d * sum(q)), Q8_1's s;
                   // kPackedHalfSums: sum(q[0..15]) in the low 16 bits, sum(q[16..31]) above;
