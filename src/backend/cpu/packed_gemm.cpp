@@ -60,7 +60,8 @@ int half_scaled_quant(const uint8_t* qs, int r, int e) {
 // of u * a with scale d * scale, minus dmin * min * d_a * the activation's half sum. (Not the row
 // kernels': those quantize activations per 256 as Q8_K.) Q4_K, Q5_K with kPackedSuperSums
 // activations: the super-block's integer sums of sc * (u . a) and m * sum(a), scaled once; Q6_K
-// with kPackedSuperHalfSums: its integer sum of sc * ((u - 32) . a), scaled once.
+// with kPackedSuperHalfSums: its integer sum of sc * ((u - 32) . a), scaled once; IQ4_XS with
+// kPackedSuperSums: its integer sum of sc * (v . a), scaled once.
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                               size_t y_stride, int n_rows) {
@@ -120,7 +121,16 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
           }
         } else {
           for (int e = 0; e < 32; ++e) sumi += (packed_quant(TensorType::IQ4_NL, qs, r, e) - 128) * aq[e];
-          const float dw = d * static_cast<float>(static_cast<int8_t>(sup[kIq4xsScOffset + 16 * j + r]));
+          const int sc = static_cast<int8_t>(sup[kIq4xsScOffset + 16 * j + r]);
+          if (a.super_sums) {  // d * d_a * sum(sc * sumi), per 256
+            sup_sum += sc * sumi;
+            if (j == kSubBlocks<K> - 1) {
+              sum += d * am.d * static_cast<float>(sup_sum);
+              sup_sum = 0;
+            }
+            continue;
+          }
+          const float dw = d * static_cast<float>(sc);
           sum += static_cast<float>(sumi) * dw * am.d;
         }
       }
@@ -187,7 +197,7 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K ||
-               type == TensorType::Q6_K);
+               type == TensorType::Q6_K || type == TensorType::IQ4_XS);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q5_K)

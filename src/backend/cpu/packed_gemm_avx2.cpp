@@ -17,9 +17,10 @@
 // IQ4_XS, Q4_K and Q5_K multiply by their integer sub-block scale in the vpmaddwd (kIntScales).
 // The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators, one
 // FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how many
-// tokens or rows share its call (batch invariance, kernels.h). Q4_K and Q5_K take activations
-// with one scale per super-block (kPackedSuperSums), so their sums and their mins' sums stay in
-// int32 over the 8 sub-blocks and the float steps run once per 256 columns (k_super_block);
+// tokens or rows share its call (batch invariance, kernels.h). Q4_K, Q5_K and IQ4_XS take
+// activations with one scale per super-block (kPackedSuperSums), so their sums (and Q4_K's and
+// Q5_K's mins' sums) stay in int32 over the 8 sub-blocks and the float steps run once per 256
+// columns (k_super_block);
 // Q6_K likewise (kPackedSuperHalfSums, q6k_super_block), its signed half scales in the vpmaddwd.
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
@@ -357,10 +358,11 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
   }
 }
 
-// Q4_K / Q5_K over one super-block with kPackedSuperSums activations (one d_a per 256): the 8
-// sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), and
-// k_super_epilogue adds the mins and scales both once: the float steps run per 256 columns, not
-// per 32. |sums| <= 8 * 32 * 31 * 127 * 63 < 2^26, exact in int32.
+// Q4_K / Q5_K / IQ4_XS over one super-block with kPackedSuperSums activations (one d_a per 256):
+// the 8 sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), and
+// k_super_epilogue adds Q4_K's and Q5_K's mins and scales once: the float steps run per 256
+// columns, not per 32. |sums| <= 8 * 32 * 31 * 127 * 63 (IQ4_XS: 8 * 32 * 127 * 127 * 32) < 2^27,
+// exact in int32.
 template <Kind K, int NH, int NC>
 static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
                                  const PackedActMeta* am, bool prefetch) {
@@ -377,7 +379,17 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
     block_sums<K, NH, NC>(acc, w + kQsOffset<K> + j * kSubBlockBytes<K>, h0, aq + j * kPackCols * 32, mul);
   }
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
+  for (int h = 0; h < NH; ++h) {
+    if constexpr (K == Kind::IQ4_XS) {
+      const __m256 d = half_to_ps(w + 16 * (h0 + h));
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)),
+                                     accf[h][c]);
+    } else {
+      k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
+    }
+  }
 }
 
 // y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.
@@ -388,6 +400,39 @@ static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, si
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c)
       store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
+}
+
+// Block j of a 32-column kind (the legacy types, IQ4_NL, MXFP4) for row halves h0..h0+NH-1 and NC
+// tokens: its exact integer sums (from the activation's bias for the zero-point kinds), scaled by
+// d_w * d_a into accf, plus m_w * s_a for the kinds with a min.
+template <Kind K, int NH, int NC>
+static inline void sum_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
+                             const PackedActMeta* am) {
+  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+  __m256i acc[NH][NC], mul[NH];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    mul[h] = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      acc[h][c] = kHasMin<K> || kSigned<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+  }
+  block_sums<K, NH, NC>(acc, qs, h0, aq, mul);
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const __m256 dw = scale_of<K>(w, j, h0 + h);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
+    }
+    if constexpr (kHasMin<K>) {
+      const __m256 mw = min_of<K>(w, j, h0 + h);
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
+    }
+  }
 }
 
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one
@@ -403,57 +448,21 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (kKScaleMin<K> || K == Kind::Q6_K) {
+    if constexpr (kIntScales<K> || K == Kind::Q6_K) {  // Q4_K, Q5_K, IQ4_XS, Q6_K: super-block sums
       if constexpr (K == Kind::Q6_K)
         q6k_super_block<NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       else
         k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
-      continue;
-    }
-    [[maybe_unused]] __m256 d_sup[NH];  // IQ4_XS: the rows' d
-    if constexpr (kIntScales<K>) {
-#pragma GCC unroll 2
-      for (int h = 0; h < NH; ++h) d_sup[h] = half_to_ps(w + 16 * (h0 + h));
-    }
-    for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
-      if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-      if constexpr (kHalfScaled<K>) {
-        half_sums<K, 0, NH, NC>(accf, w, j, h0, aq, am);
-        half_sums<K, 1, NH, NC>(accf, w, j, h0, aq, am);
-      } else {
-        const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-        __m256i acc[NH][NC], mul[NH];
-#pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h) {
-          if constexpr (kIntScales<K>)
-            mul[h] = pair_scales<K>(w, j, h0 + h);
-          else
-            mul[h] = _mm256_set1_epi16(1);
-#pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c)
-            acc[h][c] = kHasMin<K> || kSigned<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-        }
-        block_sums<K, NH, NC>(acc, qs, h0, aq, mul);
-#pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h) {
-          __m256 dw;
-          if constexpr (kIntScales<K>)
-            dw = d_sup[h];  // the sub-block's scale is in the integer sums
-          else
-            dw = scale_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c) {
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-            accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
-          }
-          if constexpr (kHasMin<K>) {
-            const __m256 mw = min_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-            for (int c = 0; c < NC; ++c)
-              accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
-          }
+    } else {
+      for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+        if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
+        if constexpr (kHalfScaled<K>) {
+          half_sums<K, 0, NH, NC>(accf, w, j, h0, aq, am);
+          half_sums<K, 1, NH, NC>(accf, w, j, h0, aq, am);
+        } else {
+          sum_block<K, NH, NC>(accf, w, j, h0, aq, am);
         }
       }
     }
@@ -566,9 +575,9 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(
-      a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K),
-      "AVX2 packed kernels take super-block activations for Q4_K, Q5_K and Q6_K only");
+  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K ||
+                                type == TensorType::Q6_K || type == TensorType::IQ4_XS),
+               "AVX2 packed kernels take super-block activations for Q4_K, Q5_K, Q6_K and IQ4_XS only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }

@@ -89,7 +89,8 @@ constexpr int kPackedHalfSums = -1;
 // scaled sums and its min sums) in int32 and scales them once per 256 columns instead of per 32,
 // as llama.cpp's Q8_K does. Every sub-block's meta carries the super-block's d (a float, not
 // rounded) and the quant sums of its sub-block pair (pair_sum). The quantizer is then given
-// whole super-blocks (n_blocks a multiple of 8, x at a super-block's start).
+// whole super-blocks (n_blocks a multiple of 8, x at a super-block's start). IQ4_XS at AVX2 takes
+// the same activations (its values are signed, so it has no use for the sums).
 constexpr int kPackedSuperSums = -2;
 // Q6_K where the set asks for it: one scale per super-block as kPackedSuperSums, each block's extra its
 // half sums (as kPackedHalfSums), from which the kernels remove the 32 of every 16-column half.
@@ -199,7 +200,7 @@ struct PackedKernelSet {
   PackedGemmFn gemm;
   // The activation mode its quantizer is given for a type, which its gemm requires:
   // packed_zero_point(type), or one scale per super-block (kPackedSuperSums for Q4_K and Q5_K at
-  // AVX2 and AVX-VNNI, kPackedSuperHalfSums for Q6_K at AVX2).
+  // AVX2 and AVX-VNNI and for IQ4_XS at AVX2, kPackedSuperHalfSums for Q6_K at AVX2).
   int (*act_mode)(TensorType type);
 };
 inline int packed_act_mode(TensorType type, const PackedKernelSet& set) {
