@@ -226,6 +226,14 @@ static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0,
   }
 }
 
+// The int16 pair sums of a 16-column element half's 4 chunks u0..u3 with its activations a[0..15]:
+// chunks 0 + 1 in s01, 2 + 3 in s23 (each within 2 * 2 * 63 * 127 for Q6_K's 6-bit quants).
+static inline void half_pair_sums(__m256i u0, __m256i u1, __m256i u2, __m256i u3, const int8_t* a,
+                                  __m256i& s01, __m256i& s23) {
+  s01 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
+  s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+}
+
 // Element half HH of a sub-block of a half-scaled kind (Q6_K, Q3_K, Q2_K) for one row half and
 // NC tokens: the int16 pair sums of the half's 4 chunks u0..u3 (Q6_K: two at a time, |pair| <=
 // 2 * 63 * 127; Q3_K and Q2_K: all four, |pair| <= 2 * 7 * 127) go to int32 sums that start at the
@@ -238,11 +246,8 @@ static inline void half_products(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m
   const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
-    const int8_t* a = aq + 32 * c + 16 * HH;
-    const __m256i s01 =
-        _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
-    const __m256i s23 =
-        _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+    __m256i s01, s23;
+    half_pair_sums(u0, u1, u2, u3, aq + 32 * c + 16 * HH, s01, s23);
     __m256i acc;
     if constexpr (K == Kind::Q6_K)
       acc = _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones));
@@ -303,11 +308,8 @@ static inline void q6k_half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __
                                   __m256i scp, const int8_t* aq) {
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
-    const int8_t* a = aq + 32 * c + 16 * HH;
-    const __m256i s01 =
-        _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(a)), _mm256_maddubs_epi16(u1, bcast4(a + 4)));
-    const __m256i s23 =
-        _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
+    __m256i s01, s23;
+    half_pair_sums(u0, u1, u2, u3, aq + 32 * c + 16 * HH, s01, s23);
     acc[c] =
         _mm256_add_epi32(acc[c], _mm256_add_epi32(_mm256_madd_epi16(s01, scp), _mm256_madd_epi16(s23, scp)));
   }
@@ -419,20 +421,7 @@ static inline void sum_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
   }
   block_sums<K, NH, NC>(acc, qs, h0, aq, mul);
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const __m256 dw = scale_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-      accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
-    }
-    if constexpr (kHasMin<K>) {
-      const __m256 mw = min_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c)
-        accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
-    }
-  }
+  for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
 }
 
 // y[c * y_stride + r] for the rows of halves h0..h0+NH-1 (< n_rows) and tokens c < NC of one

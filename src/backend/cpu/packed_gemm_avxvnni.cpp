@@ -251,20 +251,7 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
           }
         }
 #pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h) {
-          const __m256 dw = scale_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c) {
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-            accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), scale, accf[h][c]);
-          }
-          if constexpr (kHasMin<K>) {
-            const __m256 mw = min_of<K>(w, j, h0 + h);
-#pragma GCC unroll 4
-            for (int c = 0; c < NC; ++c)
-              accf[h][c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[h][c]);
-          }
-        }
+        for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
       }
     }
   }

@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 
 #include "backend/cpu/packed_kernels.h"
@@ -37,6 +38,25 @@ static inline __m256 min_of(const uint8_t* w, int j, int h) {
     return _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * h)),
                          u8x8_to_ps(w + kQ4kMOffset + 16 * j + 8 * h));
   return half_to_ps(w + 32 + 16 * h);
+}
+
+// Block j's exact integer sums acc[c] of row half h for NC tokens (am: token 0's meta), scaled
+// into accf in block order: d_w * d_a, then m_w * s_a for the kinds with a min (Q8_1's s).
+template <Kind K, int NC>
+static inline void scale_block(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int j, int h,
+                               const PackedActMeta* am) {
+  const __m256 dw = scale_of<K>(w, j, h);
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c) {
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), scale, accf[c]);
+  }
+  if constexpr (kHasMin<K>) {
+    const __m256 mw = min_of<K>(w, j, h);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      accf[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(std::bit_cast<float>(am[c].extra)), accf[c]);
+  }
 }
 
 // The rows' mins of sub-blocks 2p and 2p + 1 (half h) of a Q4_K / Q5_K super-block as int16
