@@ -206,11 +206,11 @@ inline RefDot ref_dot_k_min_packed(TensorType wt, const uint8_t* w, const uint8_
   return r;
 }
 
-// The exact value the interleaved Q4_K / Q5_K / Q6_K / IQ4_XS kernels approximate for weight row w of type
-// wt and a super-block activation row a (kPackedSuperSums, kPackedSuperHalfSums) written as Q8_K
-// blocks (quantize_packed_act_row): the dequantized rows' dot product. abs_sum also counts each sub-block's
-// min part dmin * m * sum|a|, which those kernels sum in int32 apart from the scaled part (the two can cancel
-// in the value).
+// The exact value the interleaved Q4_K / Q5_K / Q6_K / Q3_K / IQ4_XS kernels approximate for weight row w of
+// type wt and a super-block activation row a (kPackedSuperSums, kPackedSuperHalfSums) written as Q8_K blocks
+// (quantize_packed_act_row): the dequantized rows' dot product. abs_sum also counts each sub-block's min part
+// dmin * m * sum|a|, which those kernels sum in int32 apart from the scaled part (the two can cancel in the
+// value).
 inline RefDot ref_dot_super_sums(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
   const std::vector<double> ad = dequantized(TensorType::Q8_K, a, n);
   RefDot r = ref_dot(dequantized(wt, w, n), ad);
@@ -230,11 +230,10 @@ inline RefDot ref_dot_super_sums(TensorType wt, const uint8_t* w, const uint8_t*
 
 // The interleaved super-block layouts (packed_kernels.h) quantize activations per 32 as Q8_1
 // for Q4_K and Q5_K and as Q8_0 for IQ4_XS, Q6_K, Q3_K and Q2_K, except where the level's set
-// takes one scale per super-block for Q4_K, Q5_K, Q6_K or IQ4_XS (is_super_act_mode: one float d per 256,
-// written here as Q8_K blocks).
-// packed_act_type names the format at the current level (isa_level(), what matmul runs);
-// ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and an
-// activation row a of that format.
+// takes one scale per super-block for Q4_K, Q5_K, Q6_K, Q3_K or IQ4_XS (is_super_act_mode: one float d per
+// 256, written here as Q8_K blocks). packed_act_type names the format at the current level (isa_level(), what
+// matmul runs); ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and
+// an activation row a of that format.
 inline bool packs_super_blocks(TensorType wt) {
   return wt == TensorType::Q4_K || wt == TensorType::Q5_K || wt == TensorType::IQ4_XS ||
          wt == TensorType::Q6_K || wt == TensorType::Q3_K || wt == TensorType::Q2_K;

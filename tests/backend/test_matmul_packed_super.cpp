@@ -28,15 +28,15 @@ constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, Tensor
 
 bool has_super_sums(TensorType type) {
   return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K ||
-         type == TensorType::IQ4_XS;
+         type == TensorType::Q3_K || type == TensorType::IQ4_XS;
 }
 int super_mode(TensorType type) {
-  return type == TensorType::Q6_K ? kPackedSuperHalfSums : kPackedSuperSums;
+  return type == TensorType::Q6_K || type == TensorType::Q3_K ? kPackedSuperHalfSums : kPackedSuperSums;
 }
 
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
 // activation rows (the reference) and as one packed activation tile, quantized per 32 or, with
-// super_sums (Q4_K, Q5_K, Q6_K, IQ4_XS), with one scale per super-block (super_mode).
+// super_sums (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), with one scale per super-block (super_mode).
 struct Problem {
   TensorType type, act_type;
   int64_t n_in, n_out, n_groups;

@@ -21,7 +21,8 @@
 // activations with one scale per super-block (kPackedSuperSums), so their sums (and Q4_K's and
 // Q5_K's mins' sums) stay in int32 over the 8 sub-blocks and the float steps run once per 256
 // columns (k_super_block);
-// Q6_K likewise (kPackedSuperHalfSums, q6k_super_block), its signed half scales in the vpmaddwd.
+// Q6_K and Q3_K likewise (kPackedSuperHalfSums, half_super_block), their signed half scales in the
+// vpmaddwd.
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
@@ -264,48 +265,57 @@ static inline void half_products(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m
   }
 }
 
-// Q6_K with kPackedSuperHalfSums activations. The signed scales of element half HH of sub-block
-// j, row half h, as vpmaddwd factors: row r's in int16 lanes 2r and 2r + 1.
-static inline __m256i q6k_scale_pairs(const uint8_t* w, int j, int hh, int h) {
+// The half-scaled kinds with a signed scale and a zero point (Q6_K: u - 32, Q3_K: u - 4) on
+// kPackedSuperHalfSums activations.
+template <Kind K>
+constexpr bool kSuperHalf = K == Kind::Q6_K || K == Kind::Q3_K;
+
+// The signed scales of element half HH of sub-block j, row half h, as vpmaddwd factors: row r's in
+// int16 lanes 2r and 2r + 1.
+template <Kind K>
+static inline __m256i half_scale_pairs(const uint8_t* w, int j, int hh, int h) {
   const __m128i sc8 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j + hh) + 8 * h));
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kHalfScOffset<K> + 16 * (2 * j + hh) + 8 * h));
   return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8));
 }
-// Both halves' scales times 32, row r's in int16 lanes 2r (half 0) and 2r + 1 (half 1): vpmaddwd by
-// the activation's half sums gives 32 * (sc_0 * sum(a_0) + sc_1 * sum(a_1)), which removes the
-// zero point of u - 32 (|32 sc| <= 4096 fits int16).
-static inline __m256i q6k_zero_point_pairs(const uint8_t* w, int j, int h) {
+// Both halves' scales times the zero point z (32 or 4), row r's in int16 lanes 2r (half 0) and
+// 2r + 1 (half 1): vpmaddwd by the activation's half sums gives z * (sc_0 * sum(a_0) + sc_1 *
+// sum(a_1)), which removes the zero point of u - z (|32 sc| <= 4096 fits int16).
+template <Kind K>
+static inline __m256i half_zero_point_pairs(const uint8_t* w, int j, int h) {
+  static_assert(kHalfZeroPoint<K> == 32 || kHalfZeroPoint<K> == 4);
+  constexpr int kShift = kHalfZeroPoint<K> == 32 ? 5 : 2;
   const __m128i s0 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j) + 8 * h));
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kHalfScOffset<K> + 16 * (2 * j) + 8 * h));
   const __m128i s1 =
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ6kScOffset + 16 * (2 * j + 1) + 8 * h));
-  return _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), 5);
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kHalfScOffset<K> + 16 * (2 * j + 1) + 8 * h));
+  return _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), kShift);
 }
-// acc[c] -= 32 * (sc_0 * sum(a_0) + sc_1 * sum(a_1)) of one sub-block (am: token 0's meta).
+// acc[c] -= z * (sc_0 * sum(a_0) + sc_1 * sum(a_1)) of one sub-block (am: token 0's meta).
 template <int NC>
-static inline void q6k_zero_point(__m256i (&acc)[NC], __m256i zp32, const PackedActMeta* am) {
+static inline void half_zero_point(__m256i (&acc)[NC], __m256i zp, const PackedActMeta* am) {
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c)
-    acc[c] = _mm256_sub_epi32(acc[c], _mm256_madd_epi16(zp32, _mm256_set1_epi32(am[c].extra)));
+    acc[c] = _mm256_sub_epi32(acc[c], _mm256_madd_epi16(zp, _mm256_set1_epi32(am[c].extra)));
 }
-// The end of a Q6_K super-block for row half h: acc[c], the exact sum of sc * (u - 32) * a over its
-// 256 columns, scaled once by d * d_a (am: token 0's meta of sub-block 0).
+// The end of a super-block for row half h: acc[c], the exact sum of sc * (u - z) * a over its 256
+// columns, scaled once by d * d_a (am: token 0's meta of sub-block 0).
 template <int NC>
-static inline void q6k_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
-                                      const PackedActMeta* am) {
+static inline void half_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
+                                       const PackedActMeta* am) {
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * h)));
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c)
     accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)), accf[c]);
 }
 
-// Q6_K with kPackedSuperHalfSums activations, element half HH of a sub-block for one row half and
-// NC tokens: the int16 pair sums of two chunks at a time (|s| <= 2 * 2 * 63 * 127) times the
-// half's signed scale (scp, q6k_scale_pairs) added to acc in int32. With q6k_zero_point per
-// sub-block, acc is the exact sum of sc * (u - 32) * a: |acc| < 256 * 63 * 128 * 127 * 1.5 < 2^31.
+// Element half HH of a sub-block for one row half and NC tokens: the int16 pair sums of two
+// chunks at a time (|s| <= 2 * 2 * 63 * 127) times the half's signed scale (scp,
+// half_scale_pairs) added to acc in int32. With half_zero_point per sub-block, acc is the exact
+// sum of sc * (u - z) * a: |acc| < 256 * 63 * 128 * 127 * 1.5 < 2^31.
 template <int HH, int NC>
-static inline void q6k_half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3,
-                                  __m256i scp, const int8_t* aq) {
+static inline void half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3, __m256i scp,
+                              const int8_t* aq) {
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
     __m256i s01, s23;
@@ -315,12 +325,43 @@ static inline void q6k_half_super(__m256i (&acc)[NC], __m256i u0, __m256i u1, __
   }
 }
 
-// Q6_K over one super-block with kPackedSuperHalfSums activations (one d_a per 256), row halves
-// h0..h0+NH-1, decoding its quants: the integer sums of its 8 sub-blocks, then the float steps once.
-template <int NH, int NC>
-static inline void q6k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
-                                   const PackedActMeta* am, bool prefetch) {
-  constexpr Kind K = Kind::Q6_K;
+// Sub-block j (of the super-block at w) for row half h and NC tokens, its quants q(HH, C).
+template <Kind K, int NC, class Quants>
+static inline void half_super_sub(__m256i (&acc)[NC], const Quants& q, const uint8_t* w, int j, int h,
+                                  const int8_t* aj, const PackedActMeta* mj) {
+  half_super<0, NC>(acc, q.template get<0, 0>(), q.template get<0, 1>(), q.template get<0, 2>(),
+                    q.template get<0, 3>(), half_scale_pairs<K>(w, j, 0, h), aj);
+  half_super<1, NC>(acc, q.template get<1, 0>(), q.template get<1, 1>(), q.template get<1, 2>(),
+                    q.template get<1, 3>(), half_scale_pairs<K>(w, j, 1, h), aj);
+  half_zero_point<NC>(acc, half_zero_point_pairs<K>(w, j, h), mj);
+}
+
+// A sub-block's quants decoded from the stored block (the decode tile) or read from the panel.
+template <Kind K>
+struct DecodedQuants {
+  const uint8_t* qs;
+  int h;
+  template <int HH, int C>
+  __m256i get() const {
+    return half_quants<K, C, HH>(qs, h);
+  }
+};
+struct PanelQuants {
+  const HalfPanel& p;
+  int64_t s;
+  int h;
+  template <int HH, int C>
+  __m256i get() const {
+    return p.quants(s, HH, C, h);
+  }
+};
+
+// A kSuperHalf kind over one super-block with kPackedSuperHalfSums activations (one d_a per 256),
+// row halves h0..h0+NH-1, decoding its quants: the integer sums of its 8 sub-blocks, then the float
+// steps once.
+template <Kind K, int NH, int NC>
+static inline void half_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
+                                    const PackedActMeta* am, bool prefetch) {
   __m256i acc[NH][NC];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
@@ -329,20 +370,13 @@ static inline void q6k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int
   for (int j = 0; j < kSubBlocks<K>; ++j) {
     if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
     const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-    const int8_t* aj = aq + j * kPackCols * 32;
 #pragma GCC unroll 2
-    for (int h = h0; h < h0 + NH; ++h) {
-      q6k_half_super<0, NC>(acc[h - h0], half_quants<K, 0, 0>(qs, h), half_quants<K, 1, 0>(qs, h),
-                            half_quants<K, 2, 0>(qs, h), half_quants<K, 3, 0>(qs, h),
-                            q6k_scale_pairs(w, j, 0, h), aj);
-      q6k_half_super<1, NC>(acc[h - h0], half_quants<K, 0, 1>(qs, h), half_quants<K, 1, 1>(qs, h),
-                            half_quants<K, 2, 1>(qs, h), half_quants<K, 3, 1>(qs, h),
-                            q6k_scale_pairs(w, j, 1, h), aj);
-      q6k_zero_point<NC>(acc[h - h0], q6k_zero_point_pairs(w, j, h), am + j * kPackCols);
-    }
+    for (int h = h0; h < h0 + NH; ++h)
+      half_super_sub<K, NC>(acc[h - h0], DecodedQuants<K>{qs, h}, w, j, h, aq + j * kPackCols * 32,
+                            am + j * kPackCols);
   }
 #pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) q6k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
+  for (int h = 0; h < NH; ++h) half_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
 // half_products of sub-block j's element half HH for row halves h0..h0+NH-1, decoding its quants.
@@ -437,9 +471,9 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (kIntScales<K> || K == Kind::Q6_K) {  // Q4_K, Q5_K, IQ4_XS, Q6_K: super-block sums
-      if constexpr (K == Kind::Q6_K)
-        q6k_super_block<NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+    if constexpr (kIntScales<K> || kSuperHalf<K>) {  // Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K: super-block sums
+      if constexpr (kSuperHalf<K>)
+        half_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       else
         k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
@@ -494,21 +528,15 @@ template <Kind K, int NC>
   __m256 accf[1][NC];
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
-  if constexpr (K == Kind::Q6_K) {  // q6k_super_block's integer sums and float steps
+  if constexpr (kSuperHalf<K>) {  // half_super_block's integer sums and float steps
     for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
       __m256i acc[NC];
 #pragma GCC unroll 4
       for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
-      for (int j = 0; j < kSubBlocks<K>; ++j) {
-        const int64_t s = b + j;
-        const int8_t* aj = aq + j * kPackCols * 32;
-        q6k_half_super<0, NC>(acc, p.quants(s, 0, 0, h), p.quants(s, 0, 1, h), p.quants(s, 0, 2, h),
-                              p.quants(s, 0, 3, h), q6k_scale_pairs(w, j, 0, h), aj);
-        q6k_half_super<1, NC>(acc, p.quants(s, 1, 0, h), p.quants(s, 1, 1, h), p.quants(s, 1, 2, h),
-                              p.quants(s, 1, 3, h), q6k_scale_pairs(w, j, 1, h), aj);
-        q6k_zero_point<NC>(acc, q6k_zero_point_pairs(w, j, h), am + j * kPackCols);
-      }
-      q6k_super_epilogue<NC>(accf[0], acc, w, h, am);
+      for (int j = 0; j < kSubBlocks<K>; ++j)
+        half_super_sub<K, NC>(acc, PanelQuants{p, b + j, h}, w, j, h, aq + j * kPackCols * 32,
+                              am + j * kPackCols);
+      half_super_epilogue<NC>(accf[0], acc, w, h, am);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
     }
@@ -564,9 +592,10 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K ||
-                                type == TensorType::Q6_K || type == TensorType::IQ4_XS),
-               "AVX2 packed kernels take super-block activations for Q4_K, Q5_K, Q6_K and IQ4_XS only");
+  STRATA_CHECK(
+      a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K ||
+                       type == TensorType::Q3_K || type == TensorType::IQ4_XS),
+      "AVX2 packed kernels take super-block activations for Q4_K, Q5_K, Q6_K, Q3_K and IQ4_XS only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }
