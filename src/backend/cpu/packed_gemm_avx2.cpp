@@ -20,9 +20,8 @@
 // tokens or rows share its call (batch invariance, kernels.h). Q4_K, Q5_K and IQ4_XS take
 // activations with one scale per super-block (kPackedSuperSums), so their sums (and Q4_K's and
 // Q5_K's mins' sums) stay in int32 over the 8 sub-blocks and the float steps run once per 256
-// columns (k_super_block);
-// Q6_K and Q3_K likewise (kPackedSuperHalfSums, half_super_block), their signed half scales in the
-// vpmaddwd.
+// columns (super_block); Q6_K and Q3_K likewise (kPackedSuperHalfSums), their signed half
+// scales in the vpmaddwd.
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
@@ -298,17 +297,6 @@ static inline void half_zero_point(__m256i (&acc)[NC], __m256i zp, const PackedA
   for (int c = 0; c < NC; ++c)
     acc[c] = _mm256_sub_epi32(acc[c], _mm256_madd_epi16(zp, _mm256_set1_epi32(am[c].extra)));
 }
-// The end of a super-block for row half h: acc[c], the exact sum of sc * (u - z) * a over its 256
-// columns, scaled once by d * d_a (am: token 0's meta of sub-block 0).
-template <int NC>
-static inline void half_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
-                                       const PackedActMeta* am) {
-  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * h)));
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c)
-    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)), accf[c]);
-}
-
 // Element half HH of a sub-block for one row half and NC tokens: the int16 pair sums of two
 // chunks at a time (|s| <= 2 * 2 * 63 * 127) times the half's signed scale (scp,
 // half_scale_pairs) added to acc in int32. With half_zero_point per sub-block, acc is the exact
@@ -356,29 +344,6 @@ struct PanelQuants {
   }
 };
 
-// A kSuperHalf kind over one super-block with kPackedSuperHalfSums activations (one d_a per 256),
-// row halves h0..h0+NH-1, decoding its quants: the integer sums of its 8 sub-blocks, then the float
-// steps once.
-template <Kind K, int NH, int NC>
-static inline void half_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
-                                    const PackedActMeta* am, bool prefetch) {
-  __m256i acc[NH][NC];
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
-  for (int j = 0; j < kSubBlocks<K>; ++j) {
-    if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-    const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-#pragma GCC unroll 2
-    for (int h = h0; h < h0 + NH; ++h)
-      half_super_sub<K, NC>(acc[h - h0], DecodedQuants<K>{qs, h}, w, j, h, aq + j * kPackCols * 32,
-                            am + j * kPackCols);
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) half_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
-}
-
 // half_products of sub-block j's element half HH for row halves h0..h0+NH-1, decoding its quants.
 template <Kind K, int HH, int NH, int NC>
 static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
@@ -394,48 +359,40 @@ static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, in
   }
 }
 
-// Q4_K / Q5_K / IQ4_XS over one super-block with kPackedSuperSums activations (one d_a per 256):
-// the 8 sub-blocks' sums sc * (u . a) accumulate in int32 (vpmaddwd by the scales), and
-// k_super_epilogue adds Q4_K's and Q5_K's mins and scales once: the float steps run per 256
-// columns, not per 32. |sums| <= 8 * 32 * 31 * 127 * 63 (IQ4_XS: 8 * 32 * 127 * 127 * 32) < 2^27,
-// exact in int32.
+// One super-block of a kind with super-block activations (one d_a per 256), row halves
+// h0..h0+NH-1: the integer sums of its 8 sub-blocks, then the float steps once, per 256 columns
+// instead of per 32.
+//  - Q4_K, Q5_K, IQ4_XS (kPackedSuperSums): the sums sc * (u . a) accumulate in int32 (vpmaddwd
+//    by the scales); k_super_epilogue adds Q4_K's and Q5_K's mins. |sums| <= 8 * 32 * 31 * 127 *
+//    63 (IQ4_XS: 8 * 32 * 127 * 127 * 32) < 2^27.
+//  - Q6_K, Q3_K (kPackedSuperHalfSums): half_super_sub per sub-block, its quants decoded here.
 template <Kind K, int NH, int NC>
-static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
-                                 const PackedActMeta* am, bool prefetch) {
+static inline void super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
+                               const PackedActMeta* am, bool prefetch) {
   __m256i acc[NH][NC];
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+  set_zero(acc);
   for (int j = 0; j < kSubBlocks<K>; ++j) {
     if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-    __m256i mul[NH];
+    const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+    const int8_t* aj = aq + j * kPackCols * 32;
+    if constexpr (kSuperHalf<K>) {
 #pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) mul[h] = pair_scales<K>(w, j, h0 + h);
-    block_sums<K, NH, NC>(acc, w + kQsOffset<K> + j * kSubBlockBytes<K>, h0, aq + j * kPackCols * 32, mul);
+      for (int h = 0; h < NH; ++h)
+        half_super_sub<K, NC>(acc[h], DecodedQuants<K>{qs, h0 + h}, w, j, h0 + h, aj, am + j * kPackCols);
+    } else {
+      __m256i mul[NH];
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) mul[h] = pair_scales<K>(w, j, h0 + h);
+      block_sums<K, NH, NC>(acc, qs, h0, aj, mul);
+    }
   }
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) {
-    if constexpr (K == Kind::IQ4_XS) {
-      const __m256 d = half_to_ps(w + 16 * (h0 + h));
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c)
-        accf[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[h][c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)),
-                                     accf[h][c]);
-    } else {
+    if constexpr (kKScaleMin<K>)
       k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
-    }
+    else
+      super_scale<NC>(accf[h], acc[h], w, h0 + h, am);
   }
-}
-
-// y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.
-template <int NH, int NC>
-static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, size_t y_stride, int n_rows) {
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c)
-      store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
 }
 
 // Block j of a 32-column kind (the legacy types, IQ4_NL, MXFP4) for row halves h0..h0+NH-1 and NC
@@ -472,10 +429,7 @@ template <Kind K, int NH, int NC>
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
     if constexpr (kIntScales<K> || kSuperHalf<K>) {  // Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K: super-block sums
-      if constexpr (kSuperHalf<K>)
-        half_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
-      else
-        k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
+      super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
     } else {
@@ -528,15 +482,14 @@ template <Kind K, int NC>
   __m256 accf[1][NC];
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
-  if constexpr (kSuperHalf<K>) {  // half_super_block's integer sums and float steps
+  if constexpr (kSuperHalf<K>) {  // super_block's integer sums and float steps
     for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-      __m256i acc[NC];
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
+      __m256i acc[1][NC];
+      set_zero(acc);
       for (int j = 0; j < kSubBlocks<K>; ++j)
-        half_super_sub<K, NC>(acc, PanelQuants{p, b + j, h}, w, j, h, aq + j * kPackCols * 32,
+        half_super_sub<K, NC>(acc[0], PanelQuants{p, b + j, h}, w, j, h, aq + j * kPackCols * 32,
                               am + j * kPackCols);
-      half_super_epilogue<NC>(accf[0], acc, w, h, am);
+      super_scale<NC>(accf[0], acc[0], w, h, am);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
     }

@@ -169,10 +169,7 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
                                  const PackedActMeta* am, bool prefetch) {
   constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
   __m256i acc[NH][NC];
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+  set_zero(acc);
   for (int j = 0; j < kSubBlocks<K>; ++j) {
     if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
     const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
@@ -199,15 +196,6 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
   for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
-// y[c * y_stride + r] = accf[h][c] for the rows of halves 0..NH-1 below n_rows.
-template <int NH, int NC>
-static inline void store_tile(const __m256 (&accf)[NH][NC], float* y, size_t y_stride, int n_rows) {
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) store_rows8(y + c * y_stride + 8 * h, accf[h][c], n_rows - 8 * h);
-}
-
 // y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC. prefetch:
 // this call is the group's first pass (decode, or the first tile of several), which streams it.
 template <Kind K, int NH, int NC>
@@ -224,42 +212,38 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
       k_super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
-      continue;
-    }
-    for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
-      if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-      if constexpr (kHalfScaled<K>) {
-        half_sums<K, 0, NH, NC>(accf, w, j, aq, am);
-        half_sums<K, 1, NH, NC>(accf, w, j, aq, am);
-      } else {
-        const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-        __m256i acc[NH][NC];
+    } else {
+      for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
+        if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
+        if constexpr (kHalfScaled<K>) {
+          half_sums<K, 0, NH, NC>(accf, w, j, aq, am);
+          half_sums<K, 1, NH, NC>(accf, w, j, aq, am);
+        } else {
+          const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+          __m256i acc[NH][NC];
 #pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h) {
+          for (int h = 0; h < NH; ++h) {
 #pragma GCC unroll 4
-          for (int c = 0; c < NC; ++c)
-            acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-          if constexpr (kSplit) {
-            __m256i acc2[NC];
+            for (int c = 0; c < NC; ++c)
+              acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+            if constexpr (kSplit) {
+              __m256i acc2[NC];
 #pragma GCC unroll 4
-            for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
-            block_dots<K, NC>(acc[h], acc2, qs, h0 + h, aq);
+              for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
+              block_dots<K, NC>(acc[h], acc2, qs, h0 + h, aq);
 #pragma GCC unroll 4
-            for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
-          } else {
-            block_dots<K, NC>(acc[h], acc[h], qs, h0 + h, aq);
+              for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
+            } else {
+              block_dots<K, NC>(acc[h], acc[h], qs, h0 + h, aq);
+            }
           }
-        }
 #pragma GCC unroll 2
-        for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
+          for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
+        }
       }
     }
   }
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c)
-      store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
+  store_tile<NH, NC>(accf, h0, y, y_stride, n_rows);
 }
 
 // Several tokens: one row half at a time for up to kHalfTileTokens tokens, so that the integer
@@ -280,8 +264,7 @@ void panel_tile(const HalfPanel& p, int64_t nb, const int8_t* aq, const PackedAc
     panel_half_sums<K, 0, 1, NC>(accf, p, s, h, aq, am);
     panel_half_sums<K, 1, 1, NC>(accf, p, s, h, aq, am);
   }
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c) store_rows8(y + c * y_stride + 8 * h, accf[0][c], n_rows - 8 * h);
+  store_tile<1, NC>(accf, h, y, y_stride, n_rows);
 }
 
 // A half-scaled group of several register tiles: decoded once, then each tile over the panel.

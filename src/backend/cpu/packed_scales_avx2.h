@@ -6,18 +6,18 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/cpu/packed_kernels.h"
 #include "backend/cpu/packed_kind.h"
+#include "backend/cpu/simd_avx2.h"
 
 namespace strata::cpu::packed {
 
 // Scale and min of 8 rows (half h) of block j of a stored block: fp16 d and m of the legacy
-// kinds; Q4_K and Q5_K form d * sc and -dmin * m of their sub-block j, IQ4_XS d * sc.
-static inline __m256 u8x8_to_ps(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
+// kinds, IQ4_XS's d * sc of its sub-block j. (Q4_K and Q5_K scale per super-block:
+// k_super_epilogue.)
 static inline __m256 i8x8_to_ps(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
@@ -26,18 +26,33 @@ static inline __m256 half_to_ps(const uint8_t* p) {
 }
 template <Kind K>
 static inline __m256 scale_of(const uint8_t* w, int j, int h) {
-  if constexpr (kKScaleMin<K>)
-    return _mm256_mul_ps(half_to_ps(w + 16 * h), u8x8_to_ps(w + kQ4kScOffset + 16 * j + 8 * h));
+  static_assert(!kKScaleMin<K>);
   if constexpr (K == Kind::IQ4_XS)
     return _mm256_mul_ps(half_to_ps(w + 16 * h), i8x8_to_ps(w + kIq4xsScOffset + 16 * j + 8 * h));
   return half_to_ps(w + 16 * h);
 }
 template <Kind K>
-static inline __m256 min_of(const uint8_t* w, int j, int h) {
-  if constexpr (kKScaleMin<K>)
-    return _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * h)),
-                         u8x8_to_ps(w + kQ4kMOffset + 16 * j + 8 * h));
+static inline __m256 min_of(const uint8_t* w, [[maybe_unused]] int j, int h) {
+  static_assert(!kKScaleMin<K>);
   return half_to_ps(w + 32 + 16 * h);
+}
+
+template <int NH, int NC>
+static inline void set_zero(__m256i (&acc)[NH][NC]) {
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_setzero_si256();
+}
+
+// y[c * y_stride + r] = accf[h][c] for the rows of halves h0..h0+NH-1 below n_rows.
+template <int NH, int NC>
+static inline void store_tile(const __m256 (&accf)[NH][NC], int h0, float* y, size_t y_stride, int n_rows) {
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      store_rows8(y + c * y_stride + 8 * (h0 + h), accf[h][c], n_rows - 8 * (h0 + h));
 }
 
 // Block j's exact integer sums acc[c] of row half h for NC tokens (am: token 0's meta), scaled
@@ -68,6 +83,18 @@ static inline __m256i min_pairs(const uint8_t* w, int p, int h) {
   return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m0, m1));
 }
 
+// The end of a super-block (stored at w) for row half h and NC tokens with super-block
+// activations (am: token 0's meta of sub-block 0): acc[c], an exact integer sum over its 256
+// columns, scaled once by d * d_a.
+template <int NC>
+static inline void super_scale(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
+                               const PackedActMeta* am) {
+  const __m256 d = half_to_ps(w + 16 * h);
+#pragma GCC unroll 4
+  for (int c = 0; c < NC; ++c)
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, _mm256_set1_ps(am[c].d)), accf[c]);
+}
+
 // The end of a Q4_K / Q5_K super-block (stored at w) for half h and NC tokens with
 // kPackedSuperSums activations (am: token 0's meta of sub-block 0): acc[c] holds the exact
 // sum over the sub-blocks of sc * (u . a); the mins' sum of m * sum(a) is formed here (vpmaddwd
@@ -75,9 +102,9 @@ static inline __m256i min_pairs(const uint8_t* w, int p, int h) {
 template <int NC>
 static inline void k_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
                                     const PackedActMeta* am) {
+  super_scale<NC>(accf, acc, w, h, am);
   const __m256i m0 = min_pairs(w, 0, h), m1 = min_pairs(w, 1, h);
   const __m256i m2 = min_pairs(w, 2, h), m3 = min_pairs(w, 3, h);
-  const __m256 d = half_to_ps(w + 16 * h);
   const __m256 mdmin = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ4kDminOffset + 16 * h));
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
@@ -86,10 +113,8 @@ static inline void k_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC]
                                          _mm256_madd_epi16(m1, _mm256_set1_epi32(m[2 * kPackCols].extra)));
     const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(m2, _mm256_set1_epi32(m[4 * kPackCols].extra)),
                                          _mm256_madd_epi16(m3, _mm256_set1_epi32(m[6 * kPackCols].extra)));
-    const __m256 da = _mm256_set1_ps(m[0].d);
-    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[c]), _mm256_mul_ps(d, da), accf[c]);
-    accf[c] =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)), _mm256_mul_ps(mdmin, da), accf[c]);
+    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s01, s23)),
+                              _mm256_mul_ps(mdmin, _mm256_set1_ps(m[0].d)), accf[c]);
   }
 }
 
