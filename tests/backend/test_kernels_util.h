@@ -5,6 +5,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -206,23 +207,32 @@ inline RefDot ref_dot_k_min_packed(TensorType wt, const uint8_t* w, const uint8_
   return r;
 }
 
-// The exact value the interleaved Q4_K / Q5_K / Q6_K / Q3_K / IQ4_XS kernels approximate for weight row w of
-// type wt and a super-block activation row a (kPackedSuperSums, kPackedSuperHalfSums) written as Q8_K blocks
-// (quantize_packed_act_row): the dequantized rows' dot product. abs_sum also counts each sub-block's min part
-// dmin * m * sum|a|, which those kernels sum in int32 apart from the scaled part (the two can cancel in the
-// value).
+// The exact value the interleaved super-block kernels approximate for weight row w of type wt and a
+// super-block activation row a (kPackedSuperSums, kPackedSuperHalfSums) written as Q8_K blocks
+// (quantize_packed_act_row): the dequantized rows' dot product. abs_sum also counts the min part of
+// Q4_K's and Q5_K's sub-blocks (dmin * m * sum|a|) and of Q2_K's halves, which those kernels sum in int32
+// apart from the scaled part (the two can cancel in the value).
 inline RefDot ref_dot_super_sums(TensorType wt, const uint8_t* w, const uint8_t* a, int64_t n) {
   const std::vector<double> ad = dequantized(TensorType::Q8_K, a, n);
   RefDot r = ref_dot(dequantized(wt, w, n), ad);
-  if (wt != TensorType::Q4_K && wt != TensorType::Q5_K) return r;  // one exact integer sum per super-block
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const uint8_t* blk = w + static_cast<size_t>(b / 8) * type_traits(wt).block_bytes;
+  const bool k4 = wt == TensorType::Q4_K || wt == TensorType::Q5_K;
+  if (!k4 && wt != TensorType::Q2_K) return r;  // one exact integer sum per super-block
+  const int span = k4 ? 32 : 16;                // elements per min
+  for (int64_t b = 0; b < n / span; ++b) {
+    const uint8_t* blk = w + static_cast<size_t>(b * span / 256) * type_traits(wt).block_bytes;
+    const int j = static_cast<int>(b % (256 / span));
     fp16_t dmin;
-    std::memcpy(&dmin, blk + 2, 2);  // Q4_K and Q5_K blocks start d, dmin, scales[12]
-    uint8_t sc, m;
-    unpack_k4_scale_min(blk + 4, static_cast<int>(b % 8), &sc, &m);
+    uint8_t m;
+    if (k4) {
+      std::memcpy(&dmin, blk + 2, 2);  // Q4_K and Q5_K blocks start d, dmin, scales[12]
+      uint8_t sc;
+      unpack_k4_scale_min(blk + 4, j, &sc, &m);
+    } else {
+      std::memcpy(&dmin, blk + offsetof(BlockQ2_K, dmin), 2);
+      m = static_cast<uint8_t>(blk[j] >> 4);  // scales[16]: scale | min << 4
+    }
     double abs_a = 0.0;
-    for (int64_t i = 32 * b; i < 32 * (b + 1); ++i) abs_a += std::fabs(ad[static_cast<size_t>(i)]);
+    for (int64_t i = span * b; i < span * (b + 1); ++i) abs_a += std::fabs(ad[static_cast<size_t>(i)]);
     r.abs_sum += 2.0 * static_cast<double>(fp16_to_f32(dmin)) * m * abs_a;
   }
   return r;
@@ -230,7 +240,7 @@ inline RefDot ref_dot_super_sums(TensorType wt, const uint8_t* w, const uint8_t*
 
 // The interleaved super-block layouts (packed_kernels.h) quantize activations per 32 as Q8_1
 // for Q4_K and Q5_K and as Q8_0 for IQ4_XS, Q6_K, Q3_K and Q2_K, except where the level's set
-// takes one scale per super-block for Q4_K, Q5_K, Q6_K, Q3_K or IQ4_XS (is_super_act_mode: one float d per
+// takes one scale per super-block for one of them (is_super_act_mode: one float d per
 // 256, written here as Q8_K blocks). packed_act_type names the format at the current level (isa_level(), what
 // matmul runs); ref_dot_packed is the exact value those kernels approximate for weight row w of type wt and
 // an activation row a of that format.

@@ -26,17 +26,15 @@ using testing::random_floats;
 constexpr TensorType kSuperTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::IQ4_XS,
                                       TensorType::Q6_K, TensorType::Q3_K, TensorType::Q2_K};
 
-bool has_super_sums(TensorType type) {
-  return type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K ||
-         type == TensorType::Q3_K || type == TensorType::IQ4_XS;
-}
 int super_mode(TensorType type) {
-  return type == TensorType::Q6_K || type == TensorType::Q3_K ? kPackedSuperHalfSums : kPackedSuperSums;
+  return type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K
+             ? kPackedSuperHalfSums
+             : kPackedSuperSums;
 }
 
 // Rows [n_out, n_super * 256] of type with their interleaved copy, and kPackCols tokens as
 // activation rows (the reference) and as one packed activation tile, quantized per 32 or, with
-// super_sums (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), with one scale per super-block (super_mode).
+// super_sums, with one scale per super-block (super_mode).
 struct Problem {
   TensorType type, act_type;
   int64_t n_in, n_out, n_groups;
@@ -109,7 +107,6 @@ TEST(PackedSuperBlocks, ScalarKernelMatchesDequantizedRows) {
   for (TensorType type : kSuperTypes)
     for (int64_t n_super : {1, 3})
       for (bool super_sums : {false, true}) {
-        if (super_sums && !has_super_sums(type)) continue;
         const Problem p(type, n_super, 2 * kPackRows + 7, 40 + static_cast<uint32_t>(n_super), super_sums);
         for (int64_t g = 0; g < p.n_groups; ++g) {
           const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, p.n_out - g * kPackRows));

@@ -61,7 +61,8 @@ int half_scaled_quant(const uint8_t* qs, int r, int e) {
 // kernels': those quantize activations per 256 as Q8_K.) Q4_K, Q5_K with kPackedSuperSums
 // activations: the super-block's integer sums of sc * (u . a) and m * sum(a), scaled once; Q6_K
 // and Q3_K with kPackedSuperHalfSums: the integer sum of sc * ((u - z) . a), scaled once; IQ4_XS with
-// kPackedSuperSums: its integer sum of sc * (v . a), scaled once.
+// kPackedSuperSums: its integer sum of sc * (v . a), scaled once; Q2_K with kPackedSuperHalfSums: the
+// integer sums of scale * (u . a) and of min * sum(a), each scaled once.
 template <packed::Kind K>
 void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                               size_t y_stride, int n_rows) {
@@ -102,11 +103,19 @@ void packed_gemm_super_scalar(const uint8_t* w, int64_t nb, const PackedActTile&
             for (int e = 16 * hh; e < 16 * hh + 16; ++e)
               sumh += (half_scaled_quant<K>(qs, r, e) - kHalfZeroPoint<K>)*aq[e];
             const uint8_t sc = sup[kHalfScOffset<K> + 16 * (2 * j + hh) + r];
-            if (a.super_sums) {  // Q6_K, Q3_K: d * d_a * sum(sc * sumh), per 256
-              sup_sum += static_cast<int8_t>(sc) * sumh;
+            if (a.super_sums) {  // d * d_a * sum(sc * sumh) [- dmin * d_a * sum(min * sum(a))], per 256
+              if constexpr (K == Kind::Q2_K) {
+                sup_sum += (sc & 0x0f) * sumh;
+                sup_min += (sc >> 4) * half_sum(am.extra, hh);
+              } else {
+                sup_sum += static_cast<int8_t>(sc) * sumh;
+              }
               if (j == kSubBlocks<K> - 1 && hh == 1) {
                 sum += d * am.d * static_cast<float>(sup_sum);
-                sup_sum = 0;
+                if constexpr (K == Kind::Q2_K)
+                  sum -= fp16_to_f32(load_fp16(sup + kQ2kDminOffset + r * sizeof(fp16_t))) * am.d *
+                         static_cast<float>(sup_min);
+                sup_sum = sup_min = 0;
               }
               continue;
             }
@@ -197,7 +206,8 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K ||
-               type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::IQ4_XS);
+               type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K ||
+               type == TensorType::IQ4_XS);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q5_K)

@@ -20,8 +20,8 @@
 // tokens or rows share its call (batch invariance, kernels.h). Q4_K, Q5_K and IQ4_XS take
 // activations with one scale per super-block (kPackedSuperSums), so their sums (and Q4_K's and
 // Q5_K's mins' sums) stay in int32 over the 8 sub-blocks and the float steps run once per 256
-// columns (super_block); Q6_K and Q3_K likewise (kPackedSuperHalfSums), their signed half
-// scales in the vpmaddwd.
+// columns (super_block); Q6_K, Q3_K and Q2_K likewise (kPackedSuperHalfSums), their half scales in
+// the vpmaddwd.
 // Register tiles (16 ymm): 8 rows x up to 4 tokens (int16 + float accumulator per token, the
 // unpacked weights and one broadcast), or for one token (decode) 16 rows with prefetching.
 #include <immintrin.h>
@@ -234,47 +234,18 @@ static inline void half_pair_sums(__m256i u0, __m256i u1, __m256i u2, __m256i u3
   s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(a + 8)), _mm256_maddubs_epi16(u3, bcast4(a + 12)));
 }
 
-// Element half HH of a sub-block of a half-scaled kind (Q6_K, Q3_K, Q2_K) for one row half and
-// NC tokens: the int16 pair sums of the half's 4 chunks u0..u3 (Q6_K: two at a time, |pair| <=
-// 2 * 63 * 127; Q3_K and Q2_K: all four, |pair| <= 2 * 7 * 127) go to int32 sums that start at the
-// activation's -zero_point * sum(a) of the half; each is scaled by dw = d * sc of the half and
-// d_a, and Q2_K adds mw * d_a * sum(a) (mw = -dmin * min).
-template <Kind K, int HH, int NC>
-static inline void half_products(__m256 (&accf)[NC], __m256i u0, __m256i u1, __m256i u2, __m256i u3,
-                                 __m256 dw, [[maybe_unused]] __m256 mw, const int8_t* aq,
-                                 const PackedActMeta* am) {
-  const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 4
-  for (int c = 0; c < NC; ++c) {
-    __m256i s01, s23;
-    half_pair_sums(u0, u1, u2, u3, aq + 32 * c + 16 * HH, s01, s23);
-    __m256i acc;
-    if constexpr (K == Kind::Q6_K)
-      acc = _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones));
-    else
-      acc = _mm256_madd_epi16(_mm256_add_epi16(s01, s23), ones);
-    if constexpr (kHalfZeroPoint<K> != 0)
-      acc = _mm256_add_epi32(acc, _mm256_set1_epi32(half_sum_bias(am[c].extra, HH, kHalfZeroPoint<K>)));
-    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(am[c].d));
-    accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, accf[c]);
-    if constexpr (K == Kind::Q2_K) {
-      const float a_sum = am[c].d * static_cast<float>(half_sum(am[c].extra, HH));
-      accf[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a_sum), accf[c]);
-    }
-  }
-}
+// The half-scaled kinds (Q6_K, Q3_K, Q2_K) take kPackedSuperHalfSums activations: their half scales
+// go into the vpmaddwd, Q6_K's and Q3_K's zero point (u - 32, u - 4) and Q2_K's mins leave by the
+// activation's half sums.
 
-// The half-scaled kinds with a signed scale and a zero point (Q6_K: u - 32, Q3_K: u - 4) on
-// kPackedSuperHalfSums activations.
-template <Kind K>
-constexpr bool kSuperHalf = K == Kind::Q6_K || K == Kind::Q3_K;
-
-// The signed scales of element half HH of sub-block j, row half h, as vpmaddwd factors: row r's in
-// int16 lanes 2r and 2r + 1.
+// The scales of element half HH of sub-block j, row half h, as vpmaddwd factors: row r's in int16
+// lanes 2r and 2r + 1 (Q6_K, Q3_K: signed bytes; Q2_K: the low nibble of scale | min << 4).
 template <Kind K>
 static inline __m256i half_scale_pairs(const uint8_t* w, int j, int hh, int h) {
   const __m128i sc8 =
       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kHalfScOffset<K> + 16 * (2 * j + hh) + 8 * h));
+  if constexpr (K == Kind::Q2_K)
+    return _mm256_and_si256(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc8, sc8)), _mm256_set1_epi16(0x0f));
   return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8));
 }
 // Both halves' scales times the zero point z (32 or 4), row r's in int16 lanes 2r (half 0) and
@@ -289,6 +260,15 @@ static inline __m256i half_zero_point_pairs(const uint8_t* w, int j, int h) {
   const __m128i s1 =
       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kHalfScOffset<K> + 16 * (2 * j + 1) + 8 * h));
   return _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), kShift);
+}
+// Q2_K's mins (the high nibbles) of sub-block j's two halves, row r's in int16 lanes 2r (half 0)
+// and 2r + 1 (half 1): the vpmaddwd partner of the activation's half sums.
+static inline __m256i q2k_min_pairs(const uint8_t* w, int j, int h) {
+  const __m128i s0 =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ2kScOffset + 16 * (2 * j) + 8 * h));
+  const __m128i s1 =
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ2kScOffset + 16 * (2 * j + 1) + 8 * h));
+  return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s0, s1)), 4);
 }
 // acc[c] -= z * (sc_0 * sum(a_0) + sc_1 * sum(a_1)) of one sub-block (am: token 0's meta).
 template <int NC>
@@ -321,7 +301,33 @@ static inline void half_super_sub(__m256i (&acc)[NC], const Quants& q, const uin
                     q.template get<0, 3>(), half_scale_pairs<K>(w, j, 0, h), aj);
   half_super<1, NC>(acc, q.template get<1, 0>(), q.template get<1, 1>(), q.template get<1, 2>(),
                     q.template get<1, 3>(), half_scale_pairs<K>(w, j, 1, h), aj);
-  half_zero_point<NC>(acc, half_zero_point_pairs<K>(w, j, h), mj);
+  if constexpr (kHalfZeroPoint<K> != 0) half_zero_point<NC>(acc, half_zero_point_pairs<K>(w, j, h), mj);
+}
+
+// The end of a half-scaled super-block (stored at w) for row half h and NC tokens (am: token 0's
+// meta of sub-block 0): acc[c], the exact sum of sc * ((u - z) . a), scaled once by d * d_a; Q2_K's
+// mins, sum(min * sum(a)) over its 16 halves in int32 (|.| <= 16 * 15 * 16 * 127), once by -dmin * d_a.
+template <Kind K, int NC>
+static inline void half_super_epilogue(__m256 (&accf)[NC], const __m256i (&acc)[NC], const uint8_t* w, int h,
+                                       const PackedActMeta* am) {
+  super_scale<NC>(accf, acc, w, h, am);
+  if constexpr (K == Kind::Q2_K) {
+    __m256i mins[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) mins[c] = _mm256_setzero_si256();
+    for (int j = 0; j < kSubBlocks<K>; ++j) {
+      const __m256i mp = q2k_min_pairs(w, j, h);
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c)
+        mins[c] =
+            _mm256_add_epi32(mins[c], _mm256_madd_epi16(mp, _mm256_set1_epi32(am[j * kPackCols + c].extra)));
+    }
+    const __m256 mdmin = _mm256_sub_ps(_mm256_setzero_ps(), half_to_ps(w + kQ2kDminOffset + 16 * h));
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      accf[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[c]), _mm256_mul_ps(mdmin, _mm256_set1_ps(am[c].d)),
+                                accf[c]);
+  }
 }
 
 // A sub-block's quants decoded from the stored block (the decode tile) or read from the panel.
@@ -344,28 +350,14 @@ struct PanelQuants {
   }
 };
 
-// half_products of sub-block j's element half HH for row halves h0..h0+NH-1, decoding its quants.
-template <Kind K, int HH, int NH, int NC>
-static inline void half_sums(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
-                             const PackedActMeta* am) {
-  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const __m256i u0 = half_quants<K, 0, HH>(qs, h0 + h), u1 = half_quants<K, 1, HH>(qs, h0 + h);
-    const __m256i u2 = half_quants<K, 2, HH>(qs, h0 + h), u3 = half_quants<K, 3, HH>(qs, h0 + h);
-    __m256 dw, mw = _mm256_setzero_ps();
-    half_factors<K, HH>(w, j, h0 + h, dw, mw);
-    half_products<K, HH, NC>(accf[h], u0, u1, u2, u3, dw, mw, aq, am);
-  }
-}
-
 // One super-block of a kind with super-block activations (one d_a per 256), row halves
 // h0..h0+NH-1: the integer sums of its 8 sub-blocks, then the float steps once, per 256 columns
 // instead of per 32.
 //  - Q4_K, Q5_K, IQ4_XS (kPackedSuperSums): the sums sc * (u . a) accumulate in int32 (vpmaddwd
 //    by the scales); k_super_epilogue adds Q4_K's and Q5_K's mins. |sums| <= 8 * 32 * 31 * 127 *
 //    63 (IQ4_XS: 8 * 32 * 127 * 127 * 32) < 2^27.
-//  - Q6_K, Q3_K (kPackedSuperHalfSums): half_super_sub per sub-block, its quants decoded here.
+//  - Q6_K, Q3_K, Q2_K (kPackedSuperHalfSums): half_super_sub per sub-block, its quants decoded
+//    here; half_super_epilogue adds Q2_K's mins.
 template <Kind K, int NH, int NC>
 static inline void super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0, const int8_t* aq,
                                const PackedActMeta* am, bool prefetch) {
@@ -375,7 +367,7 @@ static inline void super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0,
     if (prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
     const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
     const int8_t* aj = aq + j * kPackCols * 32;
-    if constexpr (kSuperHalf<K>) {
+    if constexpr (kHalfScaled<K>) {
 #pragma GCC unroll 2
       for (int h = 0; h < NH; ++h)
         half_super_sub<K, NC>(acc[h], DecodedQuants<K>{qs, h0 + h}, w, j, h0 + h, aj, am + j * kPackCols);
@@ -390,6 +382,8 @@ static inline void super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h0,
   for (int h = 0; h < NH; ++h) {
     if constexpr (kKScaleMin<K>)
       k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
+    else if constexpr (kHalfScaled<K>)
+      half_super_epilogue<K, NC>(accf[h], acc[h], w, h0 + h, am);
     else
       super_scale<NC>(accf[h], acc[h], w, h0 + h, am);
   }
@@ -428,19 +422,14 @@ template <Kind K, int NH, int NC>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) accf[h][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-    if constexpr (kIntScales<K> || kSuperHalf<K>) {  // Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K: super-block sums
+    if constexpr (kSuper<K>) {  // Q4_K, Q5_K, IQ4_XS, Q6_K, Q3_K, Q2_K: super-block sums
       super_block<K, NH, NC>(accf, w, h0, aq, am, NC == 1 || prefetch);
       aq += kSubBlocks<K> * kPackCols * 32;
       am += kSubBlocks<K> * kPackCols;
     } else {
       for (int j = 0; j < kSubBlocks<K>; ++j, aq += kPackCols * 32, am += kPackCols) {
         if (NC == 1 || prefetch) prefetch_share<K>(w + kPrefetchBytes, j);  // ahead of the hardware's
-        if constexpr (kHalfScaled<K>) {
-          half_sums<K, 0, NH, NC>(accf, w, j, h0, aq, am);
-          half_sums<K, 1, NH, NC>(accf, w, j, h0, aq, am);
-        } else {
-          sum_block<K, NH, NC>(accf, w, j, h0, aq, am);
-        }
+        sum_block<K, NH, NC>(accf, w, j, h0, aq, am);
       }
     }
   }
@@ -482,24 +471,15 @@ template <Kind K, int NC>
   __m256 accf[1][NC];
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) accf[0][c] = _mm256_setzero_ps();
-  if constexpr (kSuperHalf<K>) {  // super_block's integer sums and float steps
-    for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {
-      __m256i acc[1][NC];
-      set_zero(acc);
-      for (int j = 0; j < kSubBlocks<K>; ++j)
-        half_super_sub<K, NC>(acc[0], PanelQuants{p, b + j, h}, w, j, h, aq + j * kPackCols * 32,
-                              am + j * kPackCols);
-      super_scale<NC>(accf[0], acc[0], w, h, am);
-      aq += kSubBlocks<K> * kPackCols * 32;
-      am += kSubBlocks<K> * kPackCols;
-    }
-    return store_tile<1, NC>(accf, h, y, y_stride, n_rows);
-  }
-  for (int64_t s = 0; s < nb; ++s, aq += kPackCols * 32, am += kPackCols) {
-    half_products<K, 0, NC>(accf[0], p.quants(s, 0, 0, h), p.quants(s, 0, 1, h), p.quants(s, 0, 2, h),
-                            p.quants(s, 0, 3, h), p.dw(s, 0, h), p.mw(s, 0, h), aq, am);
-    half_products<K, 1, NC>(accf[0], p.quants(s, 1, 0, h), p.quants(s, 1, 1, h), p.quants(s, 1, 2, h),
-                            p.quants(s, 1, 3, h), p.dw(s, 1, h), p.mw(s, 1, h), aq, am);
+  for (int64_t b = 0; b < nb; b += kSubBlocks<K>, w += kBlockBytes<K>) {  // super_block's steps
+    __m256i acc[1][NC];
+    set_zero(acc);
+    for (int j = 0; j < kSubBlocks<K>; ++j)
+      half_super_sub<K, NC>(acc[0], PanelQuants{p, b + j, h}, w, j, h, aq + j * kPackCols * 32,
+                            am + j * kPackCols);
+    half_super_epilogue<K, NC>(accf[0], acc[0], w, h, am);
+    aq += kSubBlocks<K> * kPackCols * 32;
+    am += kSubBlocks<K> * kPackCols;
   }
   store_tile<1, NC>(accf, h, y, y_stride, n_rows);
 }
@@ -510,7 +490,7 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
                      int n_rows) {
   thread_local HalfPanel panel;
   const int n_halves = n_rows > 8 ? 2 : 1;
-  panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
+  panel.decode<K, false>(w, nb, n_halves, kPrefetchBytes);
   for_each_token_tile<kTileTokens<K>>(nc, n_halves, [&](auto n, int c0, int h) {
     panel_tile<K, decltype(n)::value>(panel, w, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride,
                                       y_stride, n_rows);
@@ -547,8 +527,8 @@ void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const Packe
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
   STRATA_CHECK(
       a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K ||
-                       type == TensorType::Q3_K || type == TensorType::IQ4_XS),
-      "AVX2 packed kernels take super-block activations for Q4_K, Q5_K, Q6_K, Q3_K and IQ4_XS only");
+                       type == TensorType::Q3_K || type == TensorType::Q2_K || type == TensorType::IQ4_XS),
+      "AVX2 packed kernels take super-block activations for the K-quants and IQ4_XS only");
   with_any_kind(type,
                 [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
 }

@@ -273,7 +273,7 @@ void half_panel_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int n
                      int n_rows) {
   thread_local HalfPanel panel;
   const int n_halves = n_rows > 8 ? 2 : 1;
-  panel.decode<K>(w, nb, n_halves, kPrefetchBytes);
+  panel.decode<K, true>(w, nb, n_halves, kPrefetchBytes);
   for_each_token_tile<kHalfTileTokens>(nc, n_halves, [&](auto n, int c0, int h) {
     panel_tile<K, decltype(n)::value>(panel, nb, a.qs + 32 * c0, a.meta + c0, h, y + c0 * y_stride, y_stride,
                                       n_rows);

@@ -68,9 +68,10 @@ static inline void half_factors(const uint8_t* w, int j, int h, __m256& dw, __m2
 // A group's half-scaled quants decoded once per kernel call of more than one register tile: the
 // tiles then load them instead of decoding each chunk again (six to seven operations a chunk for
 // Q6_K: a third of its prefill time on AVX2 at 4 tokens a tile). Per 32-column sub-block s, row
-// half h and element half HH: the unsigned quants of chunks C = 0..3 and the half's factors
-// (half_factors' dw and mw). In an unnamed namespace: each ISA file gets its own copy, as the
-// static inline functions above.
+// half h and element half HH: the unsigned quants of chunks C = 0..3 and, where asked (kFactors:
+// the AVX-VNNI kernels; AVX2's take one scale per super-block and read the scale bytes), the half's
+// factors (half_factors' dw and mw). In an unnamed namespace: each ISA file gets its own copy, as
+// the static inline functions above.
 namespace {
 class HalfPanel {
  public:
@@ -80,7 +81,7 @@ class HalfPanel {
 
   // Decodes n_halves row halves of a group of nb 32-column sub-blocks at w (streamed once:
   // prefetch_share prefetch_bytes ahead).
-  template <Kind K>
+  template <Kind K, bool kFactors>
   void decode(const uint8_t* w, int64_t nb, int n_halves, size_t prefetch_bytes) {
     const size_t n = static_cast<size_t>(nb) * 4;
     if (dw_.size() < n) {
@@ -102,11 +103,13 @@ class HalfPanel {
           u[10].v = half_quants<K, 1, 1>(qs, h);
           u[12].v = half_quants<K, 2, 1>(qs, h);
           u[14].v = half_quants<K, 3, 1>(qs, h);
-          Factors* dw = dw_.data() + (b + j) * 4 + h;
-          Factors* mw = mw_.data() + (b + j) * 4 + h;
-          mw[0].v = mw[2].v = _mm256_setzero_ps();
-          half_factors<K, 0>(w, j, h, dw[0].v, mw[0].v);
-          half_factors<K, 1>(w, j, h, dw[2].v, mw[2].v);
+          if constexpr (kFactors) {
+            Factors* dw = dw_.data() + (b + j) * 4 + h;
+            Factors* mw = mw_.data() + (b + j) * 4 + h;
+            mw[0].v = mw[2].v = _mm256_setzero_ps();
+            half_factors<K, 0>(w, j, h, dw[0].v, mw[0].v);
+            half_factors<K, 1>(w, j, h, dw[2].v, mw[2].v);
+          }
         }
       }
   }

@@ -92,8 +92,9 @@ constexpr int kPackedHalfSums = -1;
 // whole super-blocks (n_blocks a multiple of 8, x at a super-block's start). IQ4_XS at AVX2 takes
 // the same activations (its values are signed, so it has no use for the sums).
 constexpr int kPackedSuperSums = -2;
-// Q6_K and Q3_K where the set asks for it: one scale per super-block as kPackedSuperSums, each block's extra
-// its half sums (as kPackedHalfSums), from which the kernels remove the 32 of every 16-column half.
+// Q6_K, Q3_K and Q2_K where the set asks for it: one scale per super-block as kPackedSuperSums, each block's
+// extra its half sums (as kPackedHalfSums), from which the kernels remove the 32 or 4 of every 16-column half
+// (Q2_K: form its mins' sum).
 constexpr int kPackedSuperHalfSums = -3;
 // Whether the activations of a mode carry one scale per 256-column super-block.
 constexpr bool is_super_act_mode(int mode) {
@@ -200,7 +201,7 @@ struct PackedKernelSet {
   PackedGemmFn gemm;
   // The activation mode its quantizer is given for a type, which its gemm requires:
   // packed_zero_point(type), or one scale per super-block (kPackedSuperSums for Q4_K and Q5_K at
-  // AVX2 and AVX-VNNI and for IQ4_XS at AVX2, kPackedSuperHalfSums for Q6_K and Q3_K at AVX2).
+  // AVX2 and AVX-VNNI and for IQ4_XS at AVX2, kPackedSuperHalfSums for Q6_K, Q3_K and Q2_K at AVX2).
   int (*act_mode)(TensorType type);
 };
 inline int packed_act_mode(TensorType type, const PackedKernelSet& set) {

@@ -5,7 +5,7 @@ namespace strata::cpu {
 namespace {
 
 // Activation modes (PackedKernelSet::act_mode): one scale per 32-column block everywhere but at
-// AVX2 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS per super-block) and AVX-VNNI (Q4_K, Q5_K). An AVX-VNNI Q6_K on
+// AVX2 (the K-quants and IQ4_XS per super-block) and AVX-VNNI (Q4_K, Q5_K). An AVX-VNNI Q6_K on
 // super-block scales (vpmulld of each half's vpdpbusd sums) measured no faster than its per-32
 // tiles on Zen 5 (219-228 against 228-232 t/s pp512, within the host's noise), so it was left out.
 int per_block_act(TensorType type) {
@@ -14,7 +14,8 @@ int per_block_act(TensorType type) {
 int avx2_act(TensorType type) {
   if (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::IQ4_XS)
     return kPackedSuperSums;
-  if (type == TensorType::Q6_K || type == TensorType::Q3_K) return kPackedSuperHalfSums;
+  if (type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K)
+    return kPackedSuperHalfSums;
   return packed_zero_point(type);
 }
 int avxvnni_act(TensorType type) {
