@@ -70,9 +70,7 @@ def parse(data):
 
 
 def scale_rows(f, data_offset, tensor, rows, factor):
-    ne, ttype, offset = tensor
-    if ttype != 0:
-        raise ValueError("attn_q / attn_k must be F32 (type 0), not type %d" % ttype)
+    ne, _, offset = tensor
     n_in = ne[0]
     for row in rows:
         pos = data_offset + offset + 4 * n_in * row
@@ -96,8 +94,12 @@ def main():
     args = ap.parse_args()
     if not args.scale > 0:
         sys.exit("--scale must be positive")
-    with open(args.src, "rb") as f:
-        kv, tensors, data_offset = parse(f.read())
+    try:
+        with open(args.src, "rb") as f:
+            data = f.read()
+        kv, tensors, data_offset = parse(data)
+    except (OSError, ValueError, struct.error, UnicodeDecodeError) as e:
+        sys.exit("%s: cannot read as GGUF: %s" % (args.src, e))
     if kv.get("general.architecture") != "llama":
         sys.exit("only llama-architecture files (interleaved RoPE, no q/k norms or biases)")
     n_layer = kv["llama.block_count"]
@@ -106,6 +108,19 @@ def main():
     head_dim = kv.get("llama.attention.key_length", kv["llama.embedding_length"] // n_head)
     if kv.get("llama.rope.dimension_count", head_dim) != head_dim:
         sys.exit("partial RoPE is not handled")
+    names = ["blk.%d.attn_%s.weight" % (layer, t) for layer in range(n_layer) for t in "qk"]
+    missing = [n for n in names if n not in tensors]
+    if missing:
+        sys.exit("%s: no tensor %s" % (args.src, missing[0]))
+    if any(tensors[n][1] != 0 for n in names):
+        sys.exit("attn_q / attn_k must be F32: convert with `strata quantize IN OUT F32` first")
+    for n in names:
+        ne, _, offset = tensors[n]
+        count = 1
+        for d in ne:
+            count *= d
+        if data_offset + offset + 4 * count > len(data):
+            sys.exit("%s: tensor %s runs past the end of the file" % (args.src, n))
     shutil.copyfile(args.src, args.dst)
     with open(args.dst, "r+b") as f:
         for layer in range(n_layer):
