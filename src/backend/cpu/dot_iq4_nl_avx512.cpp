@@ -20,14 +20,14 @@ struct Ops {
   static constexpr size_t kActBytes = sizeof(BlockQ8_0);
   static constexpr size_t kActD = offsetof(BlockQ8_0, d);
   static constexpr size_t kActQs = offsetof(BlockQ8_0, qs);
-  static constexpr size_t kActS = 0;
   static constexpr bool kHasMin = false;
   static float d(const uint8_t* blk) { return load_half(blk + offsetof(BlockIQ4_NL, d)); }
   static constexpr int kZeroPoint = 128;
   // The block's 32 values + kZeroPoint in element order, as unsigned bytes.
   static __m256i weights_u8(const uint8_t* blk) {
     const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_add_epi8(values, _mm_set1_epi8(kZeroPoint)));
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_add_epi8(values, _mm_set1_epi8(static_cast<char>(kZeroPoint))));
     return _mm256_shuffle_epi8(table, nibbles_to_bytes(blk + offsetof(BlockIQ4_NL, qs)));
   }
 };

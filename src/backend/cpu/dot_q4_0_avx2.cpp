@@ -15,7 +15,6 @@ struct Ops {
   static constexpr size_t kActBytes = sizeof(BlockQ8_0);
   static constexpr size_t kActD = offsetof(BlockQ8_0, d);
   static constexpr size_t kActQs = offsetof(BlockQ8_0, qs);
-  static constexpr size_t kActS = 0;
   static constexpr bool kHasMin = false;
   static float d(const uint8_t* blk) { return load_half(blk + offsetof(BlockQ4_0, d)); }
   static constexpr bool kSigned = true;
