@@ -14,7 +14,7 @@
 //    pairs (<= 32512) go to int32 at once.
 //  - MXFP4: the sign trick too, but its values are small (|w| <= 12), so as for Q4_0 a block's
 //    int16 pair sums add up before one vpmaddwd.
-// IQ4_XS, Q4_K and Q5_K multiply by their integer sub-block scale in the vpmaddwd (kIntScales).
+// IQ4_XS, Q4_K and Q5_K multiply by their integer sub-block scale in the vpmaddwd (pair_scales).
 // The integer sums are exact; per block they are scaled by d_w * d_a into float accumulators, one
 // FMA per (8 rows, token) and block, in block order: an output's bits do not depend on how many
 // tokens or rows share its call (batch invariance, kernels.h). Q4_K, Q5_K and IQ4_XS take
@@ -102,13 +102,10 @@ static inline Unpacked<K> unpack_pair(const uint8_t* qs, int k, int h) {
   return u;
 }
 
-// Kinds whose integer sub-block scale goes into the integer sums (vpmaddwd by the scale instead
-// of by 1), leaving one float scale per super-block row, d: IQ4_XS (sc - 32, signed) and Q4_K /
-// Q5_K (sc, 0..63). The sums stay exact in int32 and in their float conversion (< 2^24: IQ4_XS
-// 32 * 127 * 127 * 32; Q4_K 32 * 15 * 127 * 63; Q5_K 32 * 31 * 127 * 63).
-template <Kind K>
-constexpr bool kIntScales = K == Kind::IQ4_XS || kKScaleMin<K>;
-
+// IQ4_XS, Q4_K and Q5_K put their integer sub-block scale into the integer sums (vpmaddwd by the
+// scale instead of by 1), leaving one float scale per super-block row, d: IQ4_XS (sc - 32, signed)
+// and Q4_K / Q5_K (sc, 0..63). A sub-block's sums stay exact in int32 and in their float
+// conversion (< 2^24: IQ4_XS 32 * 127 * 127 * 32; Q4_K 32 * 15 * 127 * 63; Q5_K 32 * 31 * 127 * 63).
 // Sub-block j's scales of half h (8 rows) as vpmaddwd factors: row r's in int16 lanes 2r and
 // 2r + 1, the pair sums of its two 2-element halves of a 4-element group.
 template <Kind K>
@@ -149,7 +146,7 @@ constexpr bool kActMagnitude = NC == 1 && kIqLut<K>;
 
 // The exact integer dot products of one block for NH halves x NC tokens, added to acc (which
 // starts at the bias or zero); mul[h]: the int16 factor of each row's pair sums (ones, or the
-// sub-block scales of kIntScales). aq: token 0's 32 quants of this block, tokens 32 bytes apart.
+// sub-block scales, pair_scales). aq: token 0's 32 quants of this block, tokens 32 bytes apart.
 template <Kind K, int NH, int NC>
 static inline void block_sums(__m256i (&acc)[NH][NC], const uint8_t* qs, int h0, const int8_t* aq,
                               const __m256i (&mul)[NH]) {
