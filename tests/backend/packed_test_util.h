@@ -16,8 +16,8 @@ namespace strata::cpu::testing {
 // token count 1..kPackCols and row count 1..kPackRows, the weights one byte and the activation
 // quants three bytes off alignment, outputs one float off and kPackRows + 3 apart. Outputs past
 // the call's tokens and rows must stay untouched; the others within expect(r, c), which returns
-// {value, tolerance}. `what` names the problem in failures; super_sums: the tile's activations are
-// kPackedSuperSums.
+// {value, tolerance}. `what` names the problem in failures; super_sums: the tile's activations have
+// one scale per super-block (is_super_act_mode).
 template <class Expect>
 void check_packed_call_shapes(PackedGemmFn gemm, TensorType type, const uint8_t* w, size_t w_bytes,
                               int64_t nb, const std::vector<int8_t>& act_qs, const PackedActMeta* act_meta,

@@ -83,7 +83,7 @@ bool is_q4_k_m(const std::string& name) {
 // Loads with Q4_K weights in rows (the layout is chosen at load: the scalar level packs none).
 // Rows kernels quantize activations as llama.cpp does for Q4_K (Q8_K: one scale per 256); the
 // interleaved layout quantizes them per 32 (Q8_1), as llama.cpp does for Q4_0, except at the
-// AVX2 level (one scale per 256 but not llama.cpp's Q8_K rounding). That is no less
+// AVX2 and AVX-VNNI levels (one scale per 256 but not llama.cpp's Q8_K rounding). That is no less
 // accurate (InterleavedQ4KIsAsNearF16AsRows below) but moves the logits ~1e-2 off the
 // reference's own rounding, which these limits leave no room for.
 std::unique_ptr<Model> load_model_as_llama_cpp(Backend& backend, const std::string& name) {

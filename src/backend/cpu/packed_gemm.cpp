@@ -205,9 +205,6 @@ void quantize_packed_act_scalar(const float* x, int64_t n_blocks, int zero_point
 void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
                         float* y, size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(!a.super_sums || type == TensorType::Q4_K || type == TensorType::Q5_K ||
-               type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K ||
-               type == TensorType::IQ4_XS);
   if (type == TensorType::Q4_K)
     return packed_gemm_super_scalar<packed::Kind::Q4_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q5_K)
@@ -220,6 +217,7 @@ void packed_gemm_scalar(TensorType type, const uint8_t* w, int64_t nb, const Pac
     return packed_gemm_super_scalar<packed::Kind::Q3_K>(w, nb, a, nc, y, y_stride, n_rows);
   if (type == TensorType::Q2_K)
     return packed_gemm_super_scalar<packed::Kind::Q2_K>(w, nb, a, nc, y, y_stride, n_rows);
+  STRATA_CHECK(!a.super_sums, "super-block activations for a 32-column kind");
   const size_t block_bytes = packed_block_bytes(type);
   const bool has_min = type == TensorType::Q4_1 || type == TensorType::Q5_1;
   const int zero_point = packed_zero_point(type);

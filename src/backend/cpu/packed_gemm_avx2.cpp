@@ -522,12 +522,13 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
 void packed_gemm_avx2(TensorType type, const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y,
                       size_t y_stride, int n_rows) {
   STRATA_CHECK(nc >= 1 && nc <= kPackCols && n_rows >= 1 && n_rows <= kPackRows);
-  STRATA_CHECK(
-      a.super_sums == (type == TensorType::Q4_K || type == TensorType::Q5_K || type == TensorType::Q6_K ||
-                       type == TensorType::Q3_K || type == TensorType::Q2_K || type == TensorType::IQ4_XS),
-      "AVX2 packed kernels take super-block activations for the K-quants and IQ4_XS only");
-  with_any_kind(type,
-                [&](auto kind) { group_kernel<decltype(kind)::value>(w, nb, a, nc, y, y_stride, n_rows); });
+  with_any_kind(type, [&](auto kind) {
+    constexpr Kind K = decltype(kind)::value;
+    STRATA_CHECK(a.super_sums == kSuper<K>,
+                 "AVX2 packed kernels take super-block activations for exactly the "
+                 "super-block kinds (the K-quants and IQ4_XS)");
+    group_kernel<K>(w, nb, a, nc, y, y_stride, n_rows);
+  });
 }
 
 namespace {

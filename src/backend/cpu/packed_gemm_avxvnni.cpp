@@ -94,6 +94,22 @@ static inline void block_dots(__m256i (&acc)[NC], __m256i (&acc2)[NC], const uin
   }
 }
 
+// The exact integer sums of one block of half h for NC tokens added to acc; kSplit: through two
+// chains (too few independent ones otherwise), added at the end.
+template <Kind K, int NC, bool kSplit>
+static inline void block_sums(__m256i (&acc)[NC], const uint8_t* qs, int h, const int8_t* aq) {
+  if constexpr (kSplit) {
+    __m256i acc2[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
+    block_dots<K, NC>(acc, acc2, qs, h, aq);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], acc2[c]);
+  } else {
+    block_dots<K, NC>(acc, acc, qs, h, aq);
+  }
+}
+
 // Element half HH of a sub-block of a half-scaled kind (Q6_K, Q3_K, Q2_K) for one row half and NC
 // tokens, its 4 chunks' quants u0..u3: the integer sums of u * a start at the activation's
 // -zero_point * sum(a) of the half, then are scaled by dw = d * sc of the half and d_a; Q2_K adds
@@ -176,16 +192,10 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
     const int8_t* aj = aq + j * kPackCols * 32;
 #pragma GCC unroll 2
     for (int h = 0; h < NH; ++h) {
-      __m256i sb[NC], sb2[NC];
+      __m256i sb[NC];
 #pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) sb[c] = sb2[c] = _mm256_setzero_si256();
-      if constexpr (kSplit) {
-        block_dots<K, NC>(sb, sb2, qs, h0 + h, aj);
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) sb[c] = _mm256_add_epi32(sb[c], sb2[c]);
-      } else {
-        block_dots<K, NC>(sb, sb, qs, h0 + h, aj);
-      }
+      for (int c = 0; c < NC; ++c) sb[c] = _mm256_setzero_si256();
+      block_sums<K, NC, kSplit>(sb, qs, h0 + h, aj);
       const __m256i sc = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + kQ4kScOffset + 16 * j + 8 * (h0 + h))));
 #pragma GCC unroll 4
@@ -196,12 +206,30 @@ static inline void k_super_block(__m256 (&accf)[NH][NC], const uint8_t* w, int h
   for (int h = 0; h < NH; ++h) k_super_epilogue<NC>(accf[h], acc[h], w, h0 + h, am);
 }
 
+// Block j of a 32-column kind (the legacy types, IQ4_NL, MXFP4) for row halves h0..h0+NH-1 and NC
+// tokens: its exact integer sums (from the activation's bias for the zero-point kinds), scaled by
+// d_w * d_a into accf, plus m_w * s_a for the kinds with a min.
+template <Kind K, int NH, int NC>
+static inline void sum_block(__m256 (&accf)[NH][NC], const uint8_t* w, int j, int h0, const int8_t* aq,
+                             const PackedActMeta* am) {
+  const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
+  __m256i acc[NH][NC];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
+    block_sums<K, NC, NH * NC <= 2>(acc[h], qs, h0 + h, aq);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
+}
+
 // y[c * y_stride + r] for the rows of halves 0..NH-1 (< n_rows) and tokens c < NC. prefetch:
 // this call is the group's first pass (decode, or the first tile of several), which streams it.
 template <Kind K, int NH, int NC>
 void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, int h0, float* y,
           size_t y_stride, int n_rows, bool prefetch) {
-  constexpr bool kSplit = NH * NC <= 2;  // too few independent chains otherwise
   __m256 accf[NH][NC];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
@@ -219,26 +247,7 @@ void tile(const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* a
           half_sums<K, 0, NH, NC>(accf, w, j, aq, am);
           half_sums<K, 1, NH, NC>(accf, w, j, aq, am);
         } else {
-          const uint8_t* qs = w + kQsOffset<K> + j * kSubBlockBytes<K>;
-          __m256i acc[NH][NC];
-#pragma GCC unroll 2
-          for (int h = 0; h < NH; ++h) {
-#pragma GCC unroll 4
-            for (int c = 0; c < NC; ++c)
-              acc[h][c] = kHasMin<K> ? _mm256_setzero_si256() : _mm256_set1_epi32(am[c].extra);
-            if constexpr (kSplit) {
-              __m256i acc2[NC];
-#pragma GCC unroll 4
-              for (int c = 0; c < NC; ++c) acc2[c] = _mm256_setzero_si256();
-              block_dots<K, NC>(acc[h], acc2, qs, h0 + h, aq);
-#pragma GCC unroll 4
-              for (int c = 0; c < NC; ++c) acc[h][c] = _mm256_add_epi32(acc[h][c], acc2[c]);
-            } else {
-              block_dots<K, NC>(acc[h], acc[h], qs, h0 + h, aq);
-            }
-          }
-#pragma GCC unroll 2
-          for (int h = 0; h < NH; ++h) scale_block<K, NC>(accf[h], acc[h], w, j, h0 + h, am);
+          sum_block<K, NH, NC>(accf, w, j, h0, aq, am);
         }
       }
     }
@@ -290,19 +299,6 @@ void one_half_gemm(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc,
   });
 }
 
-template <Kind K, int NH>
-void tile_n(int n, const uint8_t* w, int64_t nb, const int8_t* aq, const PackedActMeta* am, float* y,
-            size_t y_stride, int n_rows, bool prefetch) {
-  switch (n) {
-    case 1:
-      return tile<K, NH, 1>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
-    case 2:
-      return tile<K, NH, 2>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
-    default:
-      return tile<K, NH, 3>(w, nb, aq, am, 0, y, y_stride, n_rows, prefetch);
-  }
-}
-
 template <Kind K>
 void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, float* y, size_t y_stride,
                   int n_rows) {
@@ -311,13 +307,14 @@ void group_kernel(const uint8_t* w, int64_t nb, const PackedActTile& a, int nc, 
   } else {
     if (nc > 1) return one_half_gemm<K>(w, nb, a, nc, y, y_stride, n_rows);
   }
-  for (int c0 = 0; c0 < nc; c0 += kTileTokens) {
-    const int n = nc - c0 < kTileTokens ? nc - c0 : kTileTokens;
+  // One tile of 16 rows: decode, or up to kTileTokens tokens of a half-scaled kind.
+  auto one_tile = [&](auto n, int, int) {
     if (n_rows > 8)
-      tile_n<K, 2>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows, c0 == 0);
+      tile<K, 2, decltype(n)::value>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows, true);
     else
-      tile_n<K, 1>(n, w, nb, a.qs + 32 * c0, a.meta + c0, y + c0 * y_stride, y_stride, n_rows, c0 == 0);
-  }
+      tile<K, 1, decltype(n)::value>(w, nb, a.qs, a.meta, 0, y, y_stride, n_rows, true);
+  };
+  call_tile<kHalfScaled<K> ? kTileTokens : 1>(nc, 0, 0, one_tile);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@
 // source's (3360 for 16 x 210), Q2_K's too (1344 for 16 x 84), Q3_K's 3.6% more (1824 for
 // 16 x 110). The super-block kinds' activations are the same 32-blocks (Q8_1-style for Q4_K and
 // Q5_K, Q8_0-style for the others): one act block per sub-block; at the levels whose set asks for
-// it, Q4_K's, Q5_K's and Q6_K's blocks share one scale per super-block (is_super_act_mode).
+// it, a super-block's 8 blocks share one scale (is_super_act_mode).
 //
 // Activations are quantized per 32-block exactly as Q8_0/Q8_1 (d = amax / 127, q = round(x / d))
 // into column tiles of kPackCols tokens: tile t, block b, slot c (token 12t + c) at
